@@ -1,0 +1,93 @@
+"""The registry of named baselines (lm-evaluation-harness style).
+
+A baseline is a function ``(dataset, split, config, context) -> Run`` plus a frozen config
+dataclass whose defaults are the documented CPU settings. Modules register themselves with
+:func:`register`; :func:`get` resolves a name with a did-you-mean error. Baseline modules keep
+heavy imports (torch, transformers, faiss) inside their functions so that listing is cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from searchtome.errors import unknown_name
+
+# Modules that define baselines; imported on first use of the registry.
+BASELINE_MODULES: tuple[str, ...] = (
+    "searchtome.baselines.bm25",
+    "searchtome.baselines.dpr",
+    "searchtome.baselines.navtree",
+    "searchtome.baselines.stair",
+    "searchtome.baselines.zeroshot",
+)
+
+
+@dataclass
+class RunContext:
+    """What a baseline may use besides data and config: where to cache, and the seed."""
+
+    cache_dir: Path
+    seed: int = 42
+    out_dir: Path | None = None
+    # Free-form facts a baseline wants recorded in meta.json (train time, epochs, ...).
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BaselineSpec:
+    name: str
+    summary: str
+    config_cls: type
+    run: Callable[..., Any]
+    # Extras the baseline needs beyond the core install, e.g. ("ml",).
+    needs: tuple[str, ...] = ()
+    # Split names the baseline trains on (recorded as "trained_on" in meta.json).
+    trains_on: tuple[str, ...] = ()
+
+
+_REGISTRY: dict[str, BaselineSpec] = {}
+_loaded = False
+
+
+def register(
+    name: str,
+    *,
+    summary: str,
+    config: type,
+    needs: tuple[str, ...] = (),
+    trains_on: tuple[str, ...] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: ``@register("bm25", summary=..., config=BM25Config)`` on the run function."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in _REGISTRY and _REGISTRY[name].run is not fn:
+            raise ValueError(f"baseline {name!r} registered twice")
+        _REGISTRY[name] = BaselineSpec(name, summary, config, fn, needs, trains_on)
+        return fn
+
+    return deco
+
+
+def _load_all() -> None:
+    global _loaded
+    if not _loaded:
+        for module in BASELINE_MODULES:
+            importlib.import_module(module)
+        _loaded = True
+
+
+def get(name: str) -> BaselineSpec:
+    _load_all()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise unknown_name("baseline", name, _REGISTRY) from None
+
+
+def all_baselines() -> list[BaselineSpec]:
+    _load_all()
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]

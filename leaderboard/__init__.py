@@ -1,0 +1,1 @@
+"""Scoring, significance testing and the rendered leaderboard, installed as ``searchtome.leaderboard``."""

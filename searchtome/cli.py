@@ -1,0 +1,82 @@
+"""The ``searchtome`` console script: one argparse parser, one subcommand per capability.
+
+Each module listed in :data:`COMMAND_MODULES` owns its subcommands through a
+``register(subparsers)`` function that adds parsers and sets ``func`` (``args -> int``).
+Those modules import only light things at module level, so ``searchtome --help`` stays fast;
+torch, transformers and PyMuPDF are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import SearchTomeError
+from .settings import set_progress, setup_logging
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "searchtome.fetch",  # fetch
+    "searchtome.toc",  # toc
+    "searchtome.extract",  # extract
+    "searchtome.build",  # build, cache
+    "searchtome.formats",  # export, import
+    "searchtome.hub",  # publish
+    "searchtome.submissions.cli",  # validate
+    "searchtome.leaderboard.cli",  # score, compare, leaderboard
+    "searchtome.baselines.cli",  # run, ls
+    "searchtome.demo",  # demo
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="searchtome",
+        description="SearchTome: retrieval over the leaf entries of a book's table of contents.",
+    )
+    parser.add_argument("--version", action="version", version=f"searchtome {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)"
+    )
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="turn progress bars off (also SEARCHTOME_NO_PROGRESS=1)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # TODO(integration): remove once every module exists
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(args.verbose)
+    if args.no_progress:
+        set_progress(False)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except SearchTomeError as exc:
+        print(f"searchtome: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("searchtome: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

