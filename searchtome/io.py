@@ -22,6 +22,9 @@ from .errors import SearchTomeError
 
 PathLike = str | os.PathLike[str]
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextlib.contextmanager
 def atomic_write(
@@ -32,6 +35,7 @@ def atomic_write(
     path.parent.mkdir(parents=True, exist_ok=True)
     binary = "b" in mode
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes files private; ours should look like open()'s
     try:
         with os.fdopen(
             fd, mode, encoding=None if binary else encoding, newline=None if binary else "\n"
@@ -51,7 +55,7 @@ def atomic_dir(path: PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the committed folder should not be
+    tmp.chmod(0o777 & ~_UMASK)  # mkdtemp makes it private; the committed folder should not be
     return tmp
 
 
