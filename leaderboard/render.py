@@ -1,0 +1,102 @@
+"""Text outputs of ``searchtome score``: table, JSON and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from searchtome.io import dumps
+
+from .scoring import Scoreboard
+
+PERCENT_NOTE = "values in % ({agg})"
+
+
+def _fmt(value: float) -> str:
+    return f"{value * 100:.1f}"
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
+    ]
+    lines = [
+        "  ".join(
+            h.ljust(w) if i < 2 else h.rjust(w)
+            for i, (h, w) in enumerate(zip(header, widths, strict=True))
+        )
+    ]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append(
+            "  ".join(
+                c.ljust(w) if i < 2 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def score_table(board: Scoreboard, by_query: bool = False) -> str:
+    names = board.all_measures
+    agg = "macro average over domains" if board.queries is not None else "mean over queries"
+    rows = []
+    for s in board.systems:
+        values = board.aggregate(s.system)
+        answered = f"{int(s.answered.sum())}/{len(board.query_ids)}"
+        rows.append([s.system, answered, *(_fmt(values[m]) for m in names)])
+    out = [
+        f"{board.split} split, {len(board.query_ids):,} queries; " + PERCENT_NOTE.format(agg=agg)
+    ]
+    out.append(_text_table(["System", "Answered", *names], rows))
+    if board.queries is not None:
+        for s in board.systems:
+            out.append(f"{s.system} by domain:")
+            domain_rows = [
+                [
+                    domain,
+                    str(int((board.queries.domain == domain).sum())),
+                    *(_fmt(v[m]) for m in names),
+                ]
+                for domain, v in board.per_domain(s.system).items()
+            ]
+            out.append(_text_table(["Domain", "Queries", *names], domain_rows))
+    if by_query:
+        for s in board.systems:
+            out.append(f"{s.system} by query:")
+            q_rows = [
+                [qid, "", *(f"{s.per_query[m][i]:.4f}" for m in names)]
+                for i, qid in enumerate(board.query_ids)
+            ]
+            out.append(_text_table(["Query", "", *names], q_rows))
+    return "\n".join(out)
+
+
+def score_json(board: Scoreboard, by_query: bool = False) -> str:
+    return dumps([board.system_json(s.system, by_query) for s in board.systems])
+
+
+def score_csv(board: Scoreboard, by_query: bool = False) -> str:
+    """One tidy table: system, level (aggregate/micro/domain/book/query), key, measures (fractions)."""
+    names = board.all_measures
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["system", "level", "key", "n_queries", *names])
+
+    def row(system: str, level: str, key: str, n: int, values: dict[str, Any]) -> None:
+        writer.writerow([system, level, key, n, *(repr(float(values[m])) for m in names)])
+
+    for s in board.systems:
+        n_all = len(board.query_ids)
+        row(s.system, "aggregate", "", n_all, board.aggregate(s.system))
+        row(s.system, "micro", "", n_all, board.micro(s.system))
+        if board.queries is not None:
+            for domain, values in board.per_domain(s.system).items():
+                row(s.system, "domain", domain, int((board.queries.domain == domain).sum()), values)
+            for book, values in board.per_book(s.system).items():
+                row(s.system, "book", book, int((board.queries.book == book).sum()), values)
+        if by_query:
+            for i, qid in enumerate(board.query_ids):
+                row(s.system, "query", qid, 1, {m: s.per_query[m][i] for m in names})
+    return buf.getvalue()

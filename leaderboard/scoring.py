@@ -1,0 +1,229 @@
+"""Scoring submissions: per-query measures, ToC-based counts, and aggregates.
+
+Per query: the retrieval measures (``R@1``, ``R@3``, ``R@5``, ``nDCG@3``, ``RR@10`` by default)
+and, when a dataset is at hand, whether the output holds a non-leaf ToC node or an invalid id at
+rank 1 and anywhere in the top 3 (``NonLeaf@1``, ``NonLeaf@3``, ``Invalid@1``, ``Invalid@3``).
+A query the submission does not answer is a miss: 0 on every measure.
+
+Aggregates: per book, per domain, ``aggregate`` = the macro mean over domains (the paper's
+"average": each domain weighs the same, whatever its number of queries) and ``micro`` = the mean
+over all queries. With TREC qrels instead of a dataset there are no domains: ``aggregate`` is
+then the micro mean and the ToC-based counts are left out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from searchtome.dataset import Dataset
+from searchtome.errors import SearchTomeError
+from searchtome.metrics import DEFAULT_MEASURES, Qrels, evaluate_arrays, measure_names, tied_queries
+from searchtome.records import Run, Submission
+
+log = logging.getLogger(__name__)
+
+STRUCTURE_MEASURES: tuple[str, ...] = ("NonLeaf@1", "NonLeaf@3", "Invalid@1", "Invalid@3")
+
+
+@dataclass
+class QueryTable:
+    """What the analyses need to know about each scored query, as aligned arrays."""
+
+    query_ids: list[str]
+    book: np.ndarray
+    domain: np.ndarray
+    gold: list[str]
+    depth: np.ndarray  # ToC level of the gold leaf (1 = top level)
+    train_questions: np.ndarray  # training questions whose gold is this query's gold leaf
+
+    @classmethod
+    def from_dataset(cls, dataset: Dataset, split: str) -> QueryTable:
+        queries = dataset.queries(split)
+        if not queries:
+            raise SearchTomeError(f"{dataset.root}: the {split} split has no queries")
+        nodes = dataset.nodes
+        train = {leaf: len(qs) for leaf, qs in dataset.training_questions().items()}
+        return cls(
+            query_ids=[q.query_id for q in queries],
+            book=np.asarray([q.book_id for q in queries]),
+            domain=np.asarray([dataset.domain(q.book_id) for q in queries]),
+            gold=[q.leaf_id for q in queries],
+            depth=np.asarray(
+                [nodes[q.leaf_id].level if q.leaf_id in nodes else 0 for q in queries],
+                dtype=np.int64,
+            ),
+            train_questions=np.asarray([train.get(q.leaf_id, 0) for q in queries], dtype=np.int64),
+        )
+
+
+@dataclass
+class SystemScores:
+    """One system's per-query values (arrays aligned with the scoreboard's query ids)."""
+
+    system: str
+    per_query: dict[str, np.ndarray]
+    answered: np.ndarray
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    unknown_queries: int = 0
+    tied_queries: int = 0
+
+
+def _group_means(values: dict[str, np.ndarray], labels: np.ndarray) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for label in sorted(set(labels.tolist())):
+        mask = labels == label
+        out[label] = {m: float(v[mask].mean()) for m, v in values.items()}
+    return out
+
+
+@dataclass
+class Scoreboard:
+    """Scores of several systems on the same queries."""
+
+    query_ids: list[str]
+    measures: list[str]
+    systems: list[SystemScores]
+    queries: QueryTable | None = None
+    split: str = "test"
+
+    @property
+    def all_measures(self) -> list[str]:
+        return self.measures + (list(STRUCTURE_MEASURES) if self.queries is not None else [])
+
+    def get(self, system: str) -> SystemScores:
+        for s in self.systems:
+            if s.system == system:
+                return s
+        from searchtome.errors import unknown_name
+
+        raise unknown_name("system", system, [s.system for s in self.systems])
+
+    def micro(self, system: str) -> dict[str, float]:
+        s = self.get(system)
+        return {m: float(s.per_query[m].mean()) for m in self.all_measures}
+
+    def per_domain(self, system: str) -> dict[str, dict[str, float]]:
+        if self.queries is None:
+            return {}
+        return _group_means(self.get(system).per_query, self.queries.domain)
+
+    def per_book(self, system: str) -> dict[str, dict[str, float]]:
+        if self.queries is None:
+            return {}
+        return _group_means(self.get(system).per_query, self.queries.book)
+
+    def aggregate(self, system: str) -> dict[str, float]:
+        """Macro mean over domains (micro mean when there are no domains)."""
+        domains = self.per_domain(system)
+        if not domains:
+            return self.micro(system)
+        return {
+            m: float(np.mean([values[m] for values in domains.values()])) for m in self.all_measures
+        }
+
+    def groups(self) -> list[str] | None:
+        return None if self.queries is None else self.queries.domain.tolist()
+
+    def per_query_arrays(
+        self, measures: Sequence[str] | None = None
+    ) -> dict[str, dict[str, np.ndarray]]:
+        measures = list(measures or self.measures)
+        return {s.system: {m: s.per_query[m] for m in measures} for s in self.systems}
+
+    def system_json(self, system: str, by_query: bool = False) -> dict[str, Any]:
+        """The ``score --format json`` object of one system."""
+        s = self.get(system)
+        out: dict[str, Any] = {
+            "system": system,
+            "aggregate": self.aggregate(system),
+            "micro": self.micro(system),
+            "per_domain": self.per_domain(system),
+            "per_book": self.per_book(system),
+            "n_queries": len(self.query_ids),
+            "answered": int(s.answered.sum()),
+        }
+        if by_query:
+            names = self.all_measures
+            out["per_query"] = {
+                qid: {m: float(s.per_query[m][i]) for m in names}
+                for i, qid in enumerate(self.query_ids)
+            }
+        return out
+
+
+def structure_flags(
+    rankings: Mapping[str, Sequence[str]], dataset: Dataset, query_ids: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """Per-query 0/1: non-leaf / invalid id at rank 1 and anywhere in the top 3."""
+    from searchtome.submissions.validate import classify
+
+    nodes = dataset.nodes
+    queries = dataset.query_by_id
+    out = {m: np.zeros(len(query_ids)) for m in STRUCTURE_MEASURES}
+    for i, qid in enumerate(query_ids):
+        ranking = rankings.get(qid)
+        if not ranking:
+            continue
+        book = queries[qid].book_id
+        kinds = [classify(doc, book, nodes) for doc in ranking[:3]]
+        out["NonLeaf@1"][i] = kinds[0] == "non_leaf"
+        out["Invalid@1"][i] = kinds[0] == "invalid"
+        out["NonLeaf@3"][i] = "non_leaf" in kinds
+        out["Invalid@3"][i] = "invalid" in kinds
+    return out
+
+
+def score_runs(
+    runs: Sequence[Run | Submission],
+    *,
+    data: Dataset | None = None,
+    qrels: Qrels | None = None,
+    split: str = "test",
+    measures: Sequence[str] = DEFAULT_MEASURES,
+) -> Scoreboard:
+    """Score runs against a dataset split (with ToC counts) or against qrels (without)."""
+    if (data is None) == (qrels is None):
+        raise SearchTomeError(
+            "score against either a dataset (--data) or qrels (--qrels), not both"
+        )
+    names = measure_names(measures)
+    table = QueryTable.from_dataset(data, split) if data is not None else None
+    if qrels is None:
+        assert data is not None
+        qrels = Qrels.from_dataset(data, split)
+    qids = qrels.query_ids() if table is None else table.query_ids
+    known = set(qids)
+    systems: list[SystemScores] = []
+    seen: set[str] = set()
+    for item in runs:
+        run = item.run if isinstance(item, Submission) else item
+        meta = item.meta if isinstance(item, Submission) else run.meta
+        path = item.path if isinstance(item, Submission) else None
+        name = item.system if isinstance(item, Submission) else run.name
+        if name in seen:
+            raise SearchTomeError(
+                f"two submissions are named {name!r}; give each a distinct 'system' in meta.json "
+                "(or a distinct run tag / file name for TREC runs)"
+            )
+        seen.add(name)
+        per_query = evaluate_arrays(run, qrels, names, qids)
+        if data is not None:
+            per_query.update(structure_flags(run.rankings, data, qids))
+        answered = np.asarray([qid in run.rankings for qid in qids])
+        unknown = sum(1 for qid in run.rankings if qid not in known)
+        ties = len(tied_queries(run))
+        missing = int((~answered).sum())
+        if missing:
+            log.warning("%s: %d of %d queries missing; scored as misses", name, missing, len(qids))
+        if unknown:
+            log.warning("%s: %d query ids are not in the %s queries; ignored", name, unknown, split)
+        if ties:
+            log.warning("%s: %d rankings have tied scores (see the tie rule)", name, ties)
+        systems.append(SystemScores(name, per_query, answered, dict(meta), path, unknown, ties))
+    return Scoreboard(qids, names, systems, table, split)

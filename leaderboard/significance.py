@@ -1,0 +1,702 @@
+"""Paired randomization tests, paired-bootstrap intervals and multiple-testing corrections.
+
+The test is Fisher's paired randomization test as Smucker, Allan & Carterette (CIKM 2007)
+recommend for IR: under the null hypothesis the two systems' scores on a query are exchangeable,
+so each query's difference keeps or flips its sign with probability ½. Two-sided,
+``p = (c + 1) / (B + 1)`` where ``c`` counts the B random sign vectors whose statistic is at
+least as extreme as the observed one (scipy's ``permutation_test`` convention: a p-value is never
+0). When ``2**n <= B`` every sign vector is enumerated and ``p = c / 2**n`` is exact.
+
+Speed comes from linearity: the statistic of a pair is a difference of the two systems' signed
+means, so one shared sign matrix ``S`` (B × n) applied once to the score matrix ``X``
+(n × systems·measures) serves every pair, measure and domain. The sign matrix is kept as packed
+bits: for the few-valued columns of rank-based measures ``S @ X`` reduces to AND + popcount
+against per-value indicator bits (exact integers, no floating point); other columns expand the
+same bits into ±1 floats and use a matrix product (see :class:`Engine`). Bits are drawn in
+fixed-size blocks from one seeded PCG64 stream, so identical inputs and seed give identical
+counts — and p-values, bit for bit — whatever the machine or its thread count.
+
+The statistic follows the aggregate the leaderboard reports: with query groups (domains) the
+overall statistic is the *macro* mean over groups (the paper's average), each group's is its
+plain mean; without groups it is the mean over all queries. Confidence intervals come from a
+paired bootstrap of the same statistic, stratified by group so every replicate keeps the domain
+sizes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Literal
+
+import numpy as np
+
+from searchtome.errors import SearchTomeError
+
+BLOCK = 512  # sign vectors drawn at a time; part of the seeded stream's definition
+OVERALL = "overall"
+Correction = Literal["holm", "bh", "none"]
+
+
+# -- multiple testing -----------------------------------------------------------------------------
+
+
+def holm(pvalues: Sequence[float]) -> np.ndarray:
+    """Holm–Bonferroni step-down adjusted p-values (family-wise error rate)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    if m == 0:
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    stepped = (m - np.arange(m)) * p[order]
+    adjusted = np.minimum(np.maximum.accumulate(stepped), 1.0)
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
+def benjamini_hochberg(pvalues: Sequence[float]) -> np.ndarray:
+    """Benjamini–Hochberg step-up adjusted p-values (false discovery rate)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    if m == 0:
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
+def adjust(pvalues: Sequence[float], method: Correction = "holm") -> np.ndarray:
+    if method == "holm":
+        return holm(pvalues)
+    if method == "bh":
+        return benjamini_hochberg(pvalues)
+    if method == "none":
+        return np.asarray(pvalues, dtype=np.float64).copy()
+    raise SearchTomeError(f"unknown correction {method!r}; use holm, bh or none")
+
+
+# -- the engine -----------------------------------------------------------------------------------
+
+
+MAX_LEVELS = 32  # a column with at most this many distinct non-zero values takes the exact path
+
+
+@dataclass
+class _Layout:
+    """Queries sorted by group; each group starts on a 64-bit word of the packed sign vectors."""
+
+    order: np.ndarray  # query indices, grouped
+    names: list[str]
+    bounds: list[tuple[int, int]]  # per group, in grouped query order
+    words: list[tuple[int, int]]  # per group, in 64-bit words of the packed sign vectors
+    positions: np.ndarray  # bit position of each grouped query
+    macro: bool
+
+    @property
+    def n_words(self) -> int:
+        return self.words[-1][1]
+
+    @classmethod
+    def build(cls, n: int, groups: Sequence[str] | None) -> _Layout:
+        if groups is None:
+            labels = np.zeros(n, dtype=np.int64)
+            names: list[str] = []
+            order = np.arange(n)
+            sizes = [n]
+        else:
+            text = np.asarray([str(g) for g in groups])
+            if text.size != n:
+                raise SearchTomeError(f"{text.size} group labels for {n} queries")
+            names = sorted(set(text.tolist()))
+            labels = np.searchsorted(np.asarray(names), text)
+            order = np.argsort(labels, kind="stable")
+            sizes = np.bincount(labels, minlength=len(names)).tolist()
+        bounds, words, positions = [], [], []
+        start = word = 0
+        for size in sizes:
+            bounds.append((start, start + size))
+            n_w = (size + 63) // 64
+            words.append((word, word + n_w))
+            positions.append(word * 64 + np.arange(size))
+            start += size
+            word += n_w
+        return cls(order, names, bounds, words, np.concatenate(positions), macro=groups is not None)
+
+    def scope_means(self, sums: list[np.ndarray]) -> np.ndarray:
+        """Per-group sums (rows × k each) → means per scope: (rows, scopes, k)."""
+        means = [s / (hi - lo) for s, (lo, hi) in zip(sums, self.bounds, strict=True)]
+        if not self.macro:
+            return means[0][:, None, :]
+        overall = np.mean(means, axis=0)
+        return np.stack([overall, *means], axis=1)
+
+
+# Little-endian bit order throughout: query at bit position p is bit p % 8 of byte p // 8.
+_SIGN_TABLE = 1.0 - 2.0 * np.unpackbits(
+    np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little"
+).astype(np.float64)
+_POPCOUNT8 = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
+
+
+def _popcount_sums(words: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Set bits of ``words`` (rows × W, uint64) summed over the word ranges beginning at ``starts``."""
+    if hasattr(np, "bitwise_count"):
+        counts = np.bitwise_count(words)
+        return np.add.reduceat(counts, starts, axis=1, dtype=np.int64)
+    counts = _POPCOUNT8[words.view(np.uint8)]  # numpy < 2.0
+    return np.add.reduceat(counts, starts * 8, axis=1, dtype=np.int64)
+
+
+def _random_words(n_words: int, b: int, seed_seq: np.random.SeedSequence):
+    """Yield packed random sign vectors, blocks of (rows × n_words) uint64; bit 1 = flipped."""
+    rng = np.random.Generator(np.random.PCG64(seed_seq))
+    done = 0
+    while done < b:
+        rows = min(BLOCK, b - done)
+        raw = rng.integers(0, 256, size=(rows, n_words * 8), dtype=np.uint8)
+        yield raw.view("<u8")
+        done += rows
+
+
+def _all_words(layout: _Layout, n: int):
+    """Every one of the 2**n sign vectors, packed, in blocks."""
+    total = 1 << n
+    for start in range(0, total, BLOCK):
+        codes = np.arange(start, min(total, start + BLOCK), dtype=np.uint64)
+        bits = np.zeros((codes.size, layout.n_words * 64), dtype=np.uint8)
+        bits[:, layout.positions] = (codes[:, None] >> np.arange(n, dtype=np.uint64)) & np.uint64(1)
+        yield np.packbits(bits, axis=1, bitorder="little").view("<u8")
+
+
+def _bootstrap_blocks(bounds: list[tuple[int, int]], b: int, seed_seq: np.random.SeedSequence):
+    """Yield per-group resampling count matrices (rows × n_g), stratified by group."""
+    rng = np.random.Generator(np.random.PCG64(seed_seq))
+    done = 0
+    while done < b:
+        rows = min(BLOCK, b - done)
+        blocks = []
+        for lo, hi in bounds:
+            size = hi - lo
+            draws = rng.integers(0, size, size=(rows, size))
+            flat = (draws + (np.arange(rows) * size)[:, None]).ravel()
+            counts = np.bincount(flat, minlength=rows * size).reshape(rows, size)
+            blocks.append(counts.astype(np.float64))
+        yield blocks
+        done += rows
+
+
+@dataclass
+class Engine:
+    """Shared-sign randomization counts and bootstrap distributions for many columns at once.
+
+    ``X`` is (queries × columns); ``pairs`` index column pairs (a, b) whose difference is tested.
+    Results are per scope: ``overall`` first, then each group in sorted order.
+
+    Each random sign vector is a packed bit string (bit 1 = flip), shared by every column. A
+    column with few distinct values (every rank-based measure with one gold: R@k has one
+    non-zero value, nDCG@3 three, RR@10 ten) is split into 0/1 indicator bit strings, one per
+    value v; its signed sum is ``sum_v v * (m_v - 2 * popcount(signs & indicator_v))`` — exact
+    integer counting, no float sign matrix at all. Other columns take the float path: the bits
+    are expanded into a ±1 matrix and multiplied with the scores.
+    """
+
+    X: np.ndarray
+    groups: Sequence[str] | None
+    pairs: Sequence[tuple[int, int]]
+    permutations: int = 10_000
+    bootstrap: int = 2_000
+    seed: int = 0
+    layout: _Layout = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.X = np.asarray(self.X, dtype=np.float64)
+        if self.X.ndim != 2:
+            raise SearchTomeError("the score matrix must be queries × columns")
+        if not np.isfinite(self.X).all():
+            raise SearchTomeError("per-query scores contain NaN or infinity")
+        self.layout = _Layout.build(self.X.shape[0], self.groups)
+        self.Xs = self.X[self.layout.order]
+        self.A = np.asarray([a for a, _ in self.pairs], dtype=np.intp)
+        self.B = np.asarray([b for _, b in self.pairs], dtype=np.intp)
+        seq = np.random.SeedSequence(self.seed)
+        self._perm_seq, self._boot_seq = seq.spawn(2)
+        self._prepare_columns()
+
+    def _prepare_columns(self) -> None:
+        k = self.Xs.shape[1]
+        width = self.layout.n_words * 64
+        indicators: list[np.ndarray] = []
+        values: list[tuple[int, float]] = []  # (column, value) of each indicator
+        continuous: list[int] = []
+        for j in range(k):
+            levels = np.unique(self.Xs[:, j])
+            levels = levels[levels != 0.0]
+            if levels.size > MAX_LEVELS:
+                continuous.append(j)
+                continue
+            for v in levels:
+                bits = np.zeros(width, dtype=np.uint8)
+                bits[self.layout.positions[self.Xs[:, j] == v]] = 1
+                indicators.append(np.packbits(bits, bitorder="little").view("<u8"))
+                values.append((j, float(v)))
+        self.continuous = np.asarray(continuous, dtype=np.intp)
+        self.indicators = (
+            np.stack(indicators)
+            if indicators
+            else np.zeros((0, self.layout.n_words), dtype=np.uint64)
+        )
+        self.V = np.zeros((len(values), k))
+        for c, (j, v) in enumerate(values):
+            self.V[c, j] = v
+        self.word_starts = np.asarray([w0 for w0, _ in self.layout.words], dtype=np.intp)
+        # ones per indicator and group: (groups, indicators)
+        self.M = (
+            _popcount_sums(self.indicators, self.word_starts).T.astype(np.float64)
+            if len(values)
+            else np.zeros((len(self.layout.words), 0))
+        )
+        if continuous:
+            padded = np.zeros((width, len(continuous)))
+            padded[self.layout.positions] = self.Xs[:, continuous]
+            self.X_cont = padded
+
+    @property
+    def scopes(self) -> list[str]:
+        return [OVERALL, *self.layout.names]
+
+    def _group_sums(self, words: np.ndarray) -> list[np.ndarray]:
+        """Signed sums per group for a block of packed sign vectors: [(rows × columns)] per group."""
+        rows = words.shape[0]
+        k = self.X.shape[1]
+        n_groups = len(self.layout.words)
+        counts = np.zeros((n_groups, rows, self.V.shape[0]))
+        for c in range(self.V.shape[0]):
+            hits = _popcount_sums(words & self.indicators[c], self.word_starts)  # rows × groups
+            counts[:, :, c] = hits.T
+        sums = []
+        for g in range(n_groups):
+            # sum_v v * (m_v - 2 k_v): the unflipped total minus twice the flipped part
+            base = self.M[g] @ self.V if self.V.shape[0] else np.zeros(k)
+            part = (
+                base[None, :] - 2.0 * (counts[g] @ self.V)
+                if self.V.shape[0]
+                else np.zeros((rows, k))
+            )
+            sums.append(part)
+        if self.continuous.size:
+            w0, w1 = 0, self.layout.n_words
+            raw = words[:, w0:w1].view(np.uint8)
+            signs = np.take(_SIGN_TABLE, raw, axis=0).reshape(rows, -1)
+            for g, (a, b) in enumerate(self.layout.words):
+                lo, hi = a * 64, b * 64
+                sums[g][:, self.continuous] = signs[:, lo:hi] @ self.X_cont[lo:hi]
+        return sums
+
+    def observed(self) -> np.ndarray:
+        """Observed means per scope and column: (scopes, columns) — the all-unflipped vector."""
+        zero = np.zeros((1, self.layout.n_words), dtype=np.uint64)
+        return self.layout.scope_means(self._group_sums(zero))[0]
+
+    def exact(self) -> bool:
+        n = self.X.shape[0]
+        return n <= 62 and (1 << n) <= self.permutations
+
+    def pvalues(self) -> tuple[np.ndarray, int]:
+        """Two-sided p-values per scope and pair: ((scopes, pairs), number of sign vectors)."""
+        obs = self.observed()
+        t_obs = np.abs(obs[:, self.A] - obs[:, self.B])
+        # Equal statistics must compare equal despite summation order: a tolerance far above
+        # rounding error (n·eps relative) and far below any real difference between statistics.
+        scale = max(float(np.abs(self.X).max(initial=0.0)), 1e-300)
+        threshold = t_obs - 1e-9 * scale
+        counts = np.zeros_like(t_obs, dtype=np.int64)
+        n = self.X.shape[0]
+        exact = self.exact()
+        blocks = (
+            _all_words(self.layout, n)
+            if exact
+            else _random_words(self.layout.n_words, self.permutations, self._perm_seq)
+        )
+        for words in blocks:
+            means = self.layout.scope_means(self._group_sums(words))
+            t = np.abs(means[:, :, self.A] - means[:, :, self.B])
+            counts += (t >= threshold[None]).sum(axis=0)
+        if exact:
+            total = 1 << n
+            return counts / total, total
+        return (counts + 1) / (self.permutations + 1), self.permutations
+
+    def intervals(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Percentile paired-bootstrap interval of each pair's difference: (low, high) per scope."""
+        shape = (len(self.scopes), len(self.pairs))
+        if self.bootstrap <= 0:
+            return np.full(shape, np.nan), np.full(shape, np.nan)
+        diffs = np.empty((self.bootstrap, *shape))
+        row = 0
+        bounds = self.layout.bounds
+        for blocks in _bootstrap_blocks(bounds, self.bootstrap, self._boot_seq):
+            sums = [blk @ self.Xs[lo:hi] for blk, (lo, hi) in zip(blocks, bounds, strict=True)]
+            means = self.layout.scope_means(sums)
+            diffs[row : row + means.shape[0]] = means[:, :, self.A] - means[:, :, self.B]
+            row += means.shape[0]
+        tail = (1.0 - level) / 2.0 * 100.0
+        low, high = np.percentile(diffs, [tail, 100.0 - tail], axis=0)
+        return low, high
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairTest:
+    scope: str
+    measure: str
+    a: str
+    b: str
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    p: float
+    p_adjusted: float
+    significant: bool
+    family: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+_SUPERSCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _letter(i: int) -> str:
+    letters = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        letters = _SUPERSCRIPT_LETTERS[r] + letters
+    return letters
+
+
+def _latex_escape(text: str) -> str:
+    repl = {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+    }
+    return "".join(repl.get(ch, ch) for ch in text)
+
+
+def _md_escape(text: str) -> str:
+    return (
+        text.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\n", " ")
+    )
+
+
+@dataclass
+class ComparisonReport:
+    """Means, pairwise tests and intervals; renders to markdown, LaTeX and JSON.
+
+    In the summary table each system has a letter; a cell's superscript lists the letters of the
+    systems it beats significantly on that measure and scope (adjusted p < alpha).
+    """
+
+    systems: list[str]
+    measures: list[str]
+    scopes: list[str]
+    means: dict[str, dict[str, dict[str, float]]]  # scope → system → measure → mean
+    n_queries: dict[str, int]
+    tests: list[PairTest]
+    settings: dict[str, Any]
+
+    def test(self, a: str, b: str, measure: str, scope: str = OVERALL) -> PairTest:
+        for t in self.tests:
+            if t.measure == measure and t.scope == scope and {t.a, t.b} == {a, b}:
+                return t
+        raise KeyError((a, b, measure, scope))
+
+    def wins(self, scope: str, measure: str) -> dict[str, list[str]]:
+        """System → systems it beats significantly."""
+        out: dict[str, list[str]] = {s: [] for s in self.systems}
+        for t in self.tests:
+            if t.scope != scope or t.measure != measure or not t.significant:
+                continue
+            if t.diff > 0:
+                out[t.a].append(t.b)
+            elif t.diff < 0:
+                out[t.b].append(t.a)
+        return out
+
+    def letters(self) -> dict[str, str]:
+        return {s: _letter(i) for i, s in enumerate(self.systems)}
+
+    # -- rendering --
+    def _settings_line(self) -> str:
+        s = self.settings
+        kind = "exact enumeration" if s.get("exact") else f"B = {s['permutations']:,} sign flips"
+        return (
+            f"Paired randomization test (two-sided, {kind}, seed {s['seed']}); "
+            f"{s['correction_name']} correction per family ({s['family_description']}); "
+            f"alpha = {s['alpha']}; {int(s['ci_level'] * 100)}% paired-bootstrap intervals "
+            f"({s['bootstrap']:,} resamples); statistic: {s['statistic']}."
+        )
+
+    def to_markdown(self, scale: float = 100.0, digits: int = 1) -> str:
+        letters = self.letters()
+        lines = [f"## Significance: {', '.join(self.systems)}", "", self._settings_line(), ""]
+        for scope in self.scopes:
+            lines.append(f"### {scope} ({self.n_queries[scope]:,} queries)")
+            lines.append("")
+            lines.append("| | System | " + " | ".join(self.measures) + " |")
+            lines.append("|---|---|" + "---:|" * len(self.measures))
+            wins = {m: self.wins(scope, m) for m in self.measures}
+            for system in self.systems:
+                cells = []
+                for m in self.measures:
+                    value = f"{self.means[scope][system][m] * scale:.{digits}f}"
+                    beaten = "".join(letters[x] for x in self.systems if x in wins[m][system])
+                    cells.append(f"{value}<sup>{beaten}</sup>" if beaten else value)
+                lines.append(
+                    f"| {letters[system]} | {_md_escape(system)} | " + " | ".join(cells) + " |"
+                )
+            lines.append("")
+        lines.append("### Pairwise tests")
+        lines.append("")
+        lines.append("| Scope | Measure | A | B | A − B | 95% CI | p | p adj. | |")
+        lines.append("|---|---|---|---|---:|---|---:|---:|---|")
+        for t in self.tests:
+            ci = (
+                f"[{t.ci_low * scale:+.{digits + 1}f}, {t.ci_high * scale:+.{digits + 1}f}]"
+                if not math.isnan(t.ci_low)
+                else "–"
+            )
+            lines.append(
+                f"| {_md_escape(t.scope)} | {t.measure} | {_md_escape(t.a)} | {_md_escape(t.b)} | "
+                f"{t.diff * scale:+.{digits + 1}f} | {ci} | {t.p:.4g} | {t.p_adjusted:.4g} | "
+                f"{'*' if t.significant else ''} |"
+            )
+        lines.append("")
+        return "\n".join(lines)
+
+    def to_latex(self, scale: float = 100.0, digits: int = 1, scope: str = OVERALL) -> str:
+        letters = self.letters()
+        wins = {m: self.wins(scope, m) for m in self.measures}
+        cols = "ll" + "r" * len(self.measures)
+        out = [
+            "% " + self._settings_line(),
+            r"\begin{table}[t]",
+            r"\centering",
+            rf"\begin{{tabular}}{{{cols}}}",
+            r"\toprule",
+            " & System & " + " & ".join(_latex_escape(m) for m in self.measures) + r" \\",
+            r"\midrule",
+        ]
+        for system in self.systems:
+            cells = []
+            best = {m: max(self.means[scope][s][m] for s in self.systems) for m in self.measures}
+            for m in self.measures:
+                value = self.means[scope][system][m]
+                text = f"{value * scale:.{digits}f}"
+                if value == best[m]:
+                    text = rf"\textbf{{{text}}}"
+                beaten = "".join(letters[x] for x in self.systems if x in wins[m][system])
+                cells.append(f"{text}$^{{{beaten}}}$" if beaten else text)
+            out.append(
+                f"{letters[system]} & {_latex_escape(system)} & " + " & ".join(cells) + r" \\"
+            )
+        out += [
+            r"\bottomrule",
+            r"\end{tabular}",
+            rf"\caption{{{_latex_escape(scope)}: {self.n_queries[scope]:,} queries. Superscripts "
+            rf"mark systems beaten significantly ({_latex_escape(self.settings['correction_name'])}"
+            rf"-corrected paired randomization test, $\alpha={self.settings['alpha']}$).}}",
+            r"\end{table}",
+        ]
+        return "\n".join(out) + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "systems": list(self.systems),
+            "measures": list(self.measures),
+            "scopes": list(self.scopes),
+            "n_queries": dict(self.n_queries),
+            "means": self.means,
+            "tests": [t.to_dict() for t in self.tests],
+            "settings": dict(self.settings),
+        }
+
+    def to_json(self) -> str:
+        from searchtome.io import dumps
+
+        return dumps(_json_safe(self.to_dict()))
+
+    def render(self, fmt: str = "markdown") -> str:
+        if fmt == "markdown":
+            return self.to_markdown()
+        if fmt == "latex":
+            return self.to_latex()
+        if fmt == "json":
+            return self.to_json()
+        raise SearchTomeError(f"unknown report format {fmt!r}; use markdown, latex or json")
+
+    def __str__(self) -> str:
+        return self.to_markdown()
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+_FAMILY_TEXT = {
+    "measure": "one family per measure and level: all overall pairs of a measure, or all "
+    "(pair, domain) tests of a measure",
+    "all": "every test in the report is one family",
+}
+
+
+def compare(
+    per_query: Mapping[str, Mapping[str, Sequence[float] | np.ndarray]],
+    *,
+    measures: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+    control: str | None = None,
+    permutations: int = 10_000,
+    bootstrap: int = 2_000,
+    seed: int = 0,
+    correction: Correction = "holm",
+    alpha: float = 0.05,
+    family: Literal["measure", "all"] = "measure",
+    ci_level: float = 0.95,
+) -> ComparisonReport:
+    """Test every pair of systems (or each against ``control``) on every measure and scope.
+
+    ``per_query[system][measure]`` are per-query values, all in the same query order;
+    ``groups`` gives each query's domain (``None``: no per-domain tests, plain mean overall).
+    """
+    systems = list(per_query)
+    if len(systems) < 2:
+        raise SearchTomeError("comparison needs at least two systems")
+    if permutations < 1:
+        raise SearchTomeError("--permutations must be at least 1")
+    if measures is None:
+        measures = list(next(iter(per_query.values())))
+    measures = list(measures)
+    if control is not None and control not in systems:
+        from searchtome.errors import unknown_name
+
+        raise unknown_name("control system", control, systems)
+    for s in systems:
+        for m in measures:
+            if m not in per_query[s]:
+                raise SearchTomeError(f"system {s!r} has no per-query values for {m}")
+    n = len(np.asarray(per_query[systems[0]][measures[0]]))
+    if n == 0:
+        raise SearchTomeError("no queries to compare")
+    columns: list[tuple[str, str]] = [(s, m) for m in measures for s in systems]
+    col = {key: i for i, key in enumerate(columns)}
+    X = np.empty((n, len(columns)))
+    for (s, m), i in col.items():
+        values = np.asarray(per_query[s][m], dtype=np.float64)
+        if values.shape != (n,):
+            raise SearchTomeError(f"system {s!r}, {m}: {values.size} values for {n} queries")
+        X[:, i] = values
+    if control is not None:
+        system_pairs = [(control, s) for s in systems if s != control]
+    else:
+        system_pairs = list(combinations(systems, 2))
+    pair_keys = [(a, b, m) for m in measures for a, b in system_pairs]
+    pairs = [(col[a, m], col[b, m]) for a, b, m in pair_keys]
+    engine = Engine(X, groups, pairs, permutations, bootstrap, seed)
+    pvals, n_vectors = engine.pvalues()
+    low, high = engine.intervals(ci_level)
+    obs = engine.observed()
+    scopes = engine.scopes
+
+    def family_of(scope: str, measure: str) -> str:
+        if family == "all":
+            return "all"
+        return f"{measure}/{'overall' if scope == OVERALL else 'per-domain'}"
+
+    records: list[dict[str, Any]] = []
+    for si, scope in enumerate(scopes):
+        for pi, (a, b, m) in enumerate(pair_keys):
+            ia, ib = pairs[pi]
+            records.append(
+                {
+                    "scope": scope,
+                    "measure": m,
+                    "a": a,
+                    "b": b,
+                    "mean_a": float(obs[si, ia]),
+                    "mean_b": float(obs[si, ib]),
+                    "diff": float(obs[si, ia] - obs[si, ib]),
+                    "ci_low": float(low[si, pi]),
+                    "ci_high": float(high[si, pi]),
+                    "p": float(pvals[si, pi]),
+                    "family": family_of(scope, m),
+                }
+            )
+    by_family: dict[str, list[int]] = {}
+    for i, r in enumerate(records):
+        by_family.setdefault(r["family"], []).append(i)
+    for idx in by_family.values():
+        adjusted = adjust([records[i]["p"] for i in idx], correction)
+        for i, value in zip(idx, adjusted, strict=True):
+            records[i]["p_adjusted"] = float(value)
+            records[i]["significant"] = bool(value < alpha)
+    tests = [PairTest(**r) for r in records]
+    labels = engine.layout
+    n_queries = {OVERALL: n}
+    if labels.macro:
+        for name, (lo, hi) in zip(labels.names, labels.bounds, strict=True):
+            n_queries[name] = hi - lo
+    means = {
+        scope: {s: {m: float(obs[si, col[s, m]]) for m in measures} for s in systems}
+        for si, scope in enumerate(scopes)
+    }
+    settings = {
+        "permutations": permutations,
+        "sign_vectors": n_vectors,
+        "exact": engine.exact(),
+        "bootstrap": bootstrap,
+        "ci_level": ci_level,
+        "seed": seed,
+        "correction": correction,
+        "correction_name": {"holm": "Holm–Bonferroni", "bh": "Benjamini–Hochberg", "none": "no"}[
+            correction
+        ],
+        "alpha": alpha,
+        "family": family,
+        "family_description": _FAMILY_TEXT[family],
+        "families": {k: len(v) for k, v in by_family.items()},
+        "statistic": "macro mean over domains (overall), mean within a domain"
+        if groups is not None
+        else "mean over queries",
+        "control": control,
+        "pvalue": "exact: c / 2**n" if engine.exact() else "(c + 1) / (B + 1)",
+    }
+    return ComparisonReport(systems, measures, scopes, means, n_queries, tests, settings)
