@@ -1,0 +1,306 @@
+"""A SQLite cache of LLM replies, so an interrupted build resumes and others can rebuild offline.
+
+Each finished reply is committed on its own (WAL journal): a build killed at any moment, even
+with ``kill -9``, loses at most the replies still in flight. ``synchronous=NORMAL`` is enough for
+that (a committed WAL transaction survives a process crash; only a power cut can drop the last
+few, which a rerun simply asks again).
+
+Keys. ``key`` hashes the endpoint host, model label, prompt version, sampling parameters and the
+request's messages (which hold the unit text and the number of questions): a change to any of
+them is a different request. ``content_key`` is the same hash without the host, so a cache
+exported on one machine can be replayed on another (``--endpoint cache``) without knowing the
+original server's address.
+
+Export/import: one gzip JSON-lines file, rows sorted by key, no timestamps: exporting the same
+cache twice gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import SearchTomeError
+from .io import PathLike, atomic_write, dumps, stable_hash
+from .settings import cache_dir
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+EXPORT_FORMAT = "searchtome-llm-cache-v1"
+DEFAULT_FILE = "responses.sqlite"
+
+
+def default_cache_path() -> Path:
+    return cache_dir("llm") / DEFAULT_FILE
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Everything that determines a reply."""
+
+    host: str
+    model: str
+    prompt_version: str
+    sampling: Mapping[str, Any]
+    messages: Sequence[Mapping[str, str]]
+
+    @property
+    def request_hash(self) -> str:
+        return stable_hash([dict(m) for m in self.messages])
+
+    @property
+    def content_key(self) -> str:
+        return stable_hash(
+            {
+                "model": self.model,
+                "prompt_version": self.prompt_version,
+                "sampling": dict(self.sampling),
+                "messages": self.request_hash,
+            }
+        )
+
+    @property
+    def key(self) -> str:
+        return stable_hash({"host": self.host, "content": self.content_key})
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    content: str | None
+    finish_reason: str | None
+    served_model: str | None
+    host: str
+
+
+class ResponseCache:
+    """One SQLite file; safe to use from one thread at a time per instance."""
+
+    def __init__(self, path: PathLike | None = None) -> None:
+        self.path = Path(path) if path is not None else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._init_schema()
+        except sqlite3.DatabaseError as exc:
+            raise SearchTomeError(
+                f"{self.path}: not a usable response cache ({exc}); move it away or pass "
+                "another --cache file"
+            ) from None
+        self._lock = threading.Lock()
+
+    def _init_schema(self) -> None:
+        with self._db:
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
+            self._db.execute(
+                """CREATE TABLE IF NOT EXISTS responses (
+                    key TEXT PRIMARY KEY,
+                    content_key TEXT NOT NULL,
+                    request_hash TEXT NOT NULL,
+                    host TEXT NOT NULL,
+                    model TEXT NOT NULL,
+                    prompt_version TEXT NOT NULL,
+                    sampling TEXT NOT NULL,
+                    content TEXT,
+                    finish_reason TEXT,
+                    served_model TEXT
+                )"""
+            )
+            self._db.execute(
+                "CREATE INDEX IF NOT EXISTS responses_content ON responses (content_key)"
+            )
+            row = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) != SCHEMA_VERSION:
+                raise SearchTomeError(
+                    f"{self.path}: cache schema {row[0]}, this searchtome reads {SCHEMA_VERSION}"
+                )
+
+    # -- lookups ---------------------------------------------------------------------------------
+    def get(self, key: CacheKey, *, any_host: bool = False) -> CachedReply | None:
+        """The stored reply for ``key``; with ``any_host`` match on everything but the host
+        (replaying an imported cache). Several hosts with different replies is an error."""
+        with self._lock:
+            if not any_host:
+                row = self._db.execute(
+                    "SELECT content, finish_reason, served_model, host FROM responses WHERE key=?",
+                    (key.key,),
+                ).fetchone()
+                return CachedReply(*row) if row else None
+            rows = self._db.execute(
+                "SELECT content, finish_reason, served_model, host FROM responses "
+                "WHERE content_key=? ORDER BY host",
+                (key.content_key,),
+            ).fetchall()
+        if not rows:
+            return None
+        if len({(r[0], r[1]) for r in rows}) > 1:
+            hosts = ", ".join(r[3] for r in rows)
+            raise SearchTomeError(
+                f"{self.path}: endpoints {hosts} gave different replies to the same request; "
+                "pass --base-url to choose one"
+            )
+        return CachedReply(*rows[0])
+
+    def put(
+        self,
+        key: CacheKey,
+        content: str | None,
+        finish_reason: str | None,
+        served_model: str | None = None,
+    ) -> None:
+        """Store one reply and commit at once (the unit is then safe from a kill)."""
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.key,
+                    key.content_key,
+                    key.request_hash,
+                    key.host,
+                    key.model,
+                    key.prompt_version,
+                    dumps(dict(key.sampling), indent=None),
+                    content,
+                    finish_reason,
+                    served_model,
+                ),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def request_hashes(self) -> set[str]:
+        """Hashes of the messages of every stored reply (tests use it to check resumption)."""
+        with self._lock:
+            return {r[0] for r in self._db.execute("SELECT request_hash FROM responses")}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sharing ---------------------------------------------------------------------------------
+    def _rows(self) -> Iterator[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT key, content_key, request_hash, host, model, prompt_version, sampling, "
+                "content, finish_reason, served_model FROM responses ORDER BY key"
+            ).fetchall()
+        names = (
+            "key",
+            "content_key",
+            "request_hash",
+            "host",
+            "model",
+            "prompt_version",
+            "sampling",
+            "content",
+            "finish_reason",
+            "served_model",
+        )
+        for row in rows:
+            item = dict(zip(names, row, strict=True))
+            item["sampling"] = json.loads(item["sampling"])
+            yield item
+
+    def export(self, path: PathLike, *, model: str | None = None) -> int:
+        """Write every reply (or one model's) to one gzip JSON-lines file; return the count."""
+        rows = [r for r in self._rows() if model is None or r["model"] == model]
+        header = {"format": EXPORT_FORMAT, "count": len(rows)}
+        path = Path(path)
+        with (
+            atomic_write(path, "wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz,
+        ):
+            gz.write((dumps(header, indent=None) + "\n").encode("utf-8"))
+            for row in rows:
+                gz.write((dumps(row, indent=None) + "\n").encode("utf-8"))
+        log.info("exported %d replies to %s", len(rows), path)
+        return len(rows)
+
+    def import_file(self, path: PathLike, *, replace: bool = False) -> dict[str, int]:
+        """Merge an exported file. Existing replies win unless ``replace``; conflicts counted."""
+        path = Path(path)
+        stats = {"added": 0, "same": 0, "conflicts": 0, "replaced": 0}
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                lines = iter(fh)
+                try:
+                    header = json.loads(next(lines))
+                except StopIteration:
+                    raise SearchTomeError(f"{path}: empty file, not a cache export") from None
+                if header.get("format") != EXPORT_FORMAT:
+                    raise SearchTomeError(
+                        f"{path}: not a searchtome cache export (format {header.get('format')!r},"
+                        f" expected {EXPORT_FORMAT!r})"
+                    )
+                rows = [json.loads(line) for line in lines if line.strip()]
+        except FileNotFoundError:
+            raise SearchTomeError(f"{path}: file not found") from None
+        except (OSError, json.JSONDecodeError, EOFError) as exc:
+            raise SearchTomeError(
+                f"{path}: unreadable cache export ({exc}); export it again"
+            ) from None
+        if len(rows) != header.get("count"):
+            raise SearchTomeError(
+                f"{path}: holds {len(rows)} replies but its header says {header.get('count')};"
+                " the file is truncated, export it again"
+            )
+        required = {"key", "content_key", "request_hash", "host", "model", "prompt_version"}
+        with self._lock, self._db:
+            for n, row in enumerate(rows, 2):
+                if not required <= row.keys():
+                    raise SearchTomeError(f"{path}: line {n} lacks {sorted(required - row.keys())}")
+                old = self._db.execute(
+                    "SELECT content, finish_reason FROM responses WHERE key=?", (row["key"],)
+                ).fetchone()
+                if old is not None:
+                    if tuple(old) == (row.get("content"), row.get("finish_reason")):
+                        stats["same"] += 1
+                        continue
+                    stats["conflicts"] += 1
+                    if not replace:
+                        continue
+                    stats["replaced"] += 1
+                else:
+                    stats["added"] += 1
+                self._db.execute(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        row["key"],
+                        row["content_key"],
+                        row["request_hash"],
+                        row["host"],
+                        row["model"],
+                        row["prompt_version"],
+                        dumps(row.get("sampling", {}), indent=None),
+                        row.get("content"),
+                        row.get("finish_reason"),
+                        row.get("served_model"),
+                    ),
+                )
+        if stats["conflicts"]:
+            log.warning(
+                "%s: %d replies differ from the ones already cached (%s)",
+                path,
+                stats["conflicts"],
+                "replaced" if replace else "kept the cached ones",
+            )
+        return stats
