@@ -436,6 +436,7 @@ def execute(
         "torch CPU tensors and model weights are inside it",
         "dataset": facts,
         "n_queries": len(run),
+        "overrides": _overrides_dict(overrides),
         "notes": notes,
     }
     summary = [f"wall time {wall:.1f} s", f"peak RSS {memory['peak_rss_mib']:.0f} MiB"]
@@ -457,9 +458,19 @@ def execute(
         "config": dataclasses.asdict(cfg),
         "seed": seed,
         "versions": versions(),
-        "notes": "; ".join(summary) + f" (machine-readable in {RUN_INFO_FILE})",
+        "notes": "; ".join(summary),
+        "run_info": info,
     }
     return run, meta, info
+
+
+def _overrides_dict(overrides: Sequence[str] | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The overrides as given, as a JSON object (``["k1=1.2"]`` → ``{"k1": "1.2"}``)."""
+    if not overrides:
+        return {}
+    if isinstance(overrides, Mapping):
+        return dict(overrides)
+    return dict(item.split("=", 1) for item in overrides if "=" in item)
 
 
 def run_baseline(

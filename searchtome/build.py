@@ -65,10 +65,13 @@ SPLITS_FILE = "splits.json"
 DEFAULT_SEED = 42
 # Defaults that differ for --endpoint local: a 135M model on a CPU needs a worked example,
 # tolerant parsing, few parallel requests and a short reply budget.
+# The local server batches concurrent requests (searchtome.local_server), so it is fed as many
+# as it batches. SmolLM2 rarely stops by itself (it repeats its last question), so the token
+# budget, not the question count, sets the cost of a unit.
 LOCAL_DEFAULTS = {
     "prompt": FEWSHOT_PROMPT,
     "strictness": "lenient",
-    "concurrency": 2,
+    "concurrency": 16,
     "max_tokens": 160,
 }
 REMOTE_DEFAULTS = {

@@ -9,6 +9,7 @@ torch, transformers and PyMuPDF are imported inside the functions that need them
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -54,10 +55,40 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    _accept_global_flags_anywhere(sub)
     return parser
 
 
+def _accept_global_flags_anywhere(sub: argparse._SubParsersAction) -> None:
+    """Let ``--no-progress`` and ``-v`` also follow the subcommand (``searchtome run ... -v``).
+
+    The copies default to SUPPRESS so they only set the value when given, never reset it.
+    """
+    for parser in set(sub.choices.values()):
+        for flags, kwargs in (
+            (("--no-progress",), {"action": "store_true", "help": argparse.SUPPRESS}),
+            (("-v", "--verbose"), {"action": "count", "help": argparse.SUPPRESS}),
+        ):
+            # A subcommand that uses the flag itself keeps its own meaning.
+            with contextlib.suppress(argparse.ArgumentError):
+                parser.add_argument(*flags, default=argparse.SUPPRESS, **kwargs)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_global_flags_anywhere(action)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM (kill, timeout, CI cancel) unwinds like Ctrl-C, so context managers stop child
+    # servers and remove temporary files instead of leaving them behind.
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args.verbose)

@@ -66,6 +66,11 @@ META_OPTIONAL: dict[str, tuple[str, str]] = {
     "seed": ("integer or null", "random seed"),
     "split": ("string", "the split predicted (default test)"),
     "notes": ("string", "anything else a reader should know"),
+    "run_info": (
+        "object",
+        "machine-readable record of the run: wall time, peak memory, dataset manifest hash, "
+        "config overrides, baseline facts",
+    ),
 }
 META_FIELDS = {**META_REQUIRED, **META_OPTIONAL}
 
@@ -658,7 +663,9 @@ def _key_lines(text: str) -> dict[str, int]:
 
 _META_CHECKS = {
     "string": lambda v, required: isinstance(v, str) and (not required or bool(v.strip())),
-    "list of strings": lambda v, _: isinstance(v, list) and all(isinstance(x, str) and x for x in v),
+    "list of strings": lambda v, _: (
+        isinstance(v, list) and all(isinstance(x, str) and x for x in v)
+    ),
     "object": lambda v, _: isinstance(v, dict),
     "integer or null": lambda v, _: v is None or (isinstance(v, int) and not isinstance(v, bool)),
 }
@@ -695,7 +702,13 @@ def check_meta(meta: Any, shown: str, key_lines: Mapping[str, int] | None = None
             continue
         kind = META_FIELDS[key][0]
         if not _META_CHECKS[kind](value, key in META_REQUIRED):
-            expected = "a non-empty string" if kind == "string" else f"an {kind}" if kind.startswith(("o", "i")) else f"a {kind}"
+            expected = (
+                "a non-empty string"
+                if kind == "string"
+                else f"an {kind}"
+                if kind.startswith(("o", "i"))
+                else f"a {kind}"
+            )
             err(key, f"expected {expected}, got {_type_name(value)}")
     value = meta.get("date")
     if isinstance(value, str) and value.strip():
@@ -905,9 +918,7 @@ def write_trec(path: PathLike, run: Run, tag: str | None = None) -> Path:
         for qid in sorted(run.rankings):
             ranking = run.rankings[qid]
             given = run.scores.get(qid) if run.scores else None
-            strictly = given is not None and all(
-                a > b for a, b in pairwise(given)
-            )
+            strictly = given is not None and all(a > b for a, b in pairwise(given))
             for i, doc in enumerate(ranking):
                 score = given[i] if strictly and given is not None else float(len(ranking) - i)
                 fh.write(f"{qid} Q0 {doc} {i + 1} {score!r} {tag}\n")

@@ -112,8 +112,9 @@ def test_cli_run_writes_a_valid_submission(tiny_dataset, tmp_path, capsys):
     assert meta["trained_on"] == [] and meta["models"] == []
     assert "rank-bm25" in meta["versions"] and "searchtome" in meta["versions"]
     assert "manifest sha256" in meta["dataset_revision"] and meta["date"][:2] == "20"
-    info = json.loads((out / "run_info.json").read_text())
+    info = meta["run_info"]  # wall time and memory live in meta.json, next to the config
     assert info["wall_time_s"] >= 0 and info["peak_rss_mib"] > 10
+    assert info["overrides"] == {"k1": "0.9"}
     from searchtome.io import sha256_file
 
     assert info["dataset"]["manifest_sha256"] == sha256_file(tiny_dataset / "manifest.json")

@@ -490,7 +490,7 @@ def test_local_endpoint_with_smollm2(tmp_path):
 
 
 def _child_servers(parent: int) -> list[int]:
-    """Pids of `transformers serve` processes started by ``parent`` (Linux /proc)."""
+    """Pids of local model servers started by ``parent`` (Linux /proc)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -501,7 +501,10 @@ def _child_servers(parent: int) -> list[int]:
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == parent and b"transformers" in cmdline and b"serve" in cmdline:
+        if ppid == parent and (
+            b"searchtome.local_server" in cmdline
+            or (b"transformers" in cmdline and b"serve" in cmdline)
+        ):
             found.append(int(entry.name))
     return found
 
@@ -516,8 +519,8 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
-def test_ctrl_c_stops_the_local_server(tmp_path):
-    pytest.importorskip("fastapi")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_stops_the_local_server(tmp_path, signum):
     pytest.importorskip("torch")
     from searchtome.models import smollm2_path
 
@@ -537,7 +540,7 @@ def test_ctrl_c_stops_the_local_server(tmp_path):
         time.sleep(0.2)
     assert servers, "the build never started a local server"
     time.sleep(3)  # let it load
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err
     gone = time.monotonic() + 30

@@ -1,0 +1,62 @@
+"""The console script: global flags anywhere, one-line errors, every command module loads."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from searchtome.cli import COMMAND_MODULES, build_parser, main
+
+
+def test_every_command_module_registers() -> None:
+    import importlib
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name in COMMAND_MODULES:
+        assert hasattr(importlib.import_module(name), "register"), name
+    for command in (
+        "fetch",
+        "toc",
+        "extract",
+        "build",
+        "cache",
+        "export",
+        "import",
+        "publish",
+        "validate",
+        "score",
+        "compare",
+        "leaderboard",
+        "run",
+        "ls",
+        "demo",
+    ):
+        assert command in sub.choices, command
+
+
+def test_global_flags_before_or_after_the_subcommand(monkeypatch) -> None:
+    parser = build_parser()
+    before = parser.parse_args(["--no-progress", "-v", "ls", "baselines"])
+    after = parser.parse_args(["ls", "baselines", "--no-progress", "-vv"])
+    neither = parser.parse_args(["ls", "baselines"])
+    assert before.no_progress and before.verbose == 1
+    assert after.no_progress and after.verbose == 2
+    assert not neither.no_progress and neither.verbose == 0
+
+
+def test_errors_are_one_line_without_traceback(tmp_path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "searchtome", "toc", str(tmp_path / "missing.pdf")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("searchtome: error: ")
+    assert "missing.pdf" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_no_command_prints_help(capsys) -> None:
+    assert main([]) == 2
+    assert "usage: searchtome" in capsys.readouterr().out
