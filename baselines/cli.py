@@ -483,8 +483,13 @@ def run_baseline(
     seed: int = 42,
     command: str | None = None,
     system: str | None = None,
+    depth: int = 100,
+    compress: bool = False,
 ) -> Path:
     """Run baseline ``name`` on ``data`` and write its submission; returns the folder.
+
+    ``depth`` keeps that many leaves per query (at most 100, the format's limit; the leaderboard
+    measures need 10); ``compress`` writes ``predictions.jsonl.gz``.
 
     ``data`` is a dataset folder or a loaded :class:`~searchtome.dataset.Dataset`; ``config`` a
     JSON/TOML file or a mapping; ``overrides`` ``["k1=1.2"]`` or ``{"k1": 1.2}``. The folder
@@ -496,7 +501,16 @@ def run_baseline(
 
     from searchtome.io import write_json
 
+    if not 1 <= depth <= 100:
+        raise SearchTomeError(f"--depth must be between 1 and 100, not {depth}")
     run, meta, info = execute(name, data, split, config, overrides, seed)
+    if depth < 100:
+        run = dataclasses.replace(
+            run,
+            rankings={q: ids[:depth] for q, ids in run.rankings.items()},
+            scores=None if run.scores is None else {q: v[:depth] for q, v in run.scores.items()},
+        )
+        info["depth"] = depth
     out_dir = Path(out) if out is not None else Path("submissions") / name
     system = system or out_dir.resolve().name
     if system != name:
@@ -505,7 +519,7 @@ def run_baseline(
     meta["system"] = info["system"] = system
     info["baseline"] = name
     meta["command"] = command or _python_call(name, data, split, config, overrides, seed)
-    path = Path(write_submission(out_dir, run, meta))
+    path = Path(write_submission(out_dir, run, meta, compress=compress))
     write_json(path / RUN_INFO_FILE, info)
     log.info("wrote %s (%d queries, %.1f s)", path, len(run), info["wall_time_s"])
     return path
@@ -602,6 +616,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for item in args.set:
         parts += ["--set", item]
     parts += ["--seed", str(args.seed)]
+    if args.depth != 100:
+        parts += ["--depth", str(args.depth)]
+    if args.gzip:
+        parts.append("--gzip")
     command = " ".join(shlex.quote(p) for p in parts)
     path = run_baseline(
         args.name,
@@ -613,6 +631,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         seed=args.seed,
         command=command,
         system=args.system,
+        depth=args.depth,
+        compress=args.gzip,
     )
     print(path)
     return 0
@@ -686,6 +706,10 @@ def register(subparsers: Any) -> None:
         dest="system",
         help="system name in meta.json (default: the --out folder's name)",
     )
+    p.add_argument(
+        "--depth", type=int, default=100, help="leaves kept per query, 1-100 (default 100)"
+    )
+    p.add_argument("--gzip", action="store_true", help="write predictions.jsonl.gz")
     p.set_defaults(func=_cmd_run)
 
     p = subparsers.add_parser(

@@ -178,3 +178,20 @@ def test_tune_scores_every_grid_point_on_dev(tiny_dataset, capsys):
     assert main(["tune", "bm25", "--data", str(tiny_dataset), "--grid", "b=0.3,0.9"]) == 0
     table = capsys.readouterr().out
     assert table.startswith("| b | R@1 | R@3 | nDCG@3 | s |") and table.count("\n") == 4
+
+
+def test_depth_and_gzip(tiny_dataset, tmp_path):
+    from searchtome.submissions import read_submission
+
+    out = tmp_path / "shallow"
+    # Without stopwords every leaf shares "and" with every query, so full rankings are long.
+    argv = ["run", "bm25", "--data", str(tiny_dataset), "--set", "stopwords=none"]
+    assert main([*argv, "--out", str(out), "--depth", "3", "--gzip"]) == 0
+    assert (out / "predictions.jsonl.gz").is_file() and not (out / "predictions.jsonl").exists()
+    sub = read_submission(out)
+    assert {len(ids) for ids in sub.run.rankings.values()} == {3}
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["command"].endswith("--depth 3 --gzip") and meta["run_info"]["depth"] == 3
+    assert main([*argv, "--out", str(tmp_path / "deep")]) == 0
+    assert max(len(ids) for ids in read_submission(tmp_path / "deep").run.rankings.values()) > 3
+    assert main([*argv, "--out", str(out), "--depth", "0"]) == 1
