@@ -343,8 +343,12 @@ def _check_needs(name: str, needs: Sequence[str]) -> None:
 # -- the run itself ------------------------------------------------------------------------------
 
 
-def check_run(run: Any, dataset: Any, split: str) -> None:
-    """Fail loudly if a baseline broke the output contract (a bug in the baseline, not input)."""
+def check_run(run: Any, dataset: Any, split: str, free_form: bool = False) -> None:
+    """Fail loudly if a baseline broke the output contract (a bug in the baseline, not input).
+
+    ``free_form`` runs (zero-shot replies, unconstrained decoding) may name non-leaf nodes or
+    nothing (``decode=free``): those ids are kept so the scorer counts them as non-leaf / invalid.
+    """
     expected = {q.query_id: q.book_id for q in dataset.queries(split)}
     missing = sorted(set(expected) - set(run.rankings))
     extra = sorted(set(run.rankings) - set(expected))
@@ -359,7 +363,7 @@ def check_run(run: Any, dataset: Any, split: str) -> None:
         if len(ids) > MAX_IDS or len(set(ids)) != len(ids):
             raise SearchTomeError(f"baseline {run.name!r}: query {qid}: >100 or duplicate ids")
         stray = [i for i in ids if i not in leaves[book]]
-        if stray:
+        if stray and not free_form:
             raise SearchTomeError(
                 f"baseline {run.name!r}: query {qid}: {stray[0]!r} is not a leaf of {book!r}"
             )
@@ -420,7 +424,7 @@ def execute(
     start = time.perf_counter()
     run = spec.run(dataset, split, cfg, ctx)
     wall = time.perf_counter() - start
-    check_run(run, dataset, split)
+    check_run(run, dataset, split, spec.free_form or getattr(cfg, "decode", "") == "free")
     facts = dataset_facts(dataset)
     notes = dict(ctx.notes)
     models = [str(m) for m in notes.pop("models", [])]

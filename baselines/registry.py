@@ -47,6 +47,9 @@ class BaselineSpec:
     needs: tuple[str, ...] = ()
     # Split names the baseline trains on (recorded as "trained_on" in meta.json).
     trains_on: tuple[str, ...] = ()
+    # True when the output may name non-leaf nodes or nothing at all (free-text generation):
+    # the runner then keeps such ids for the scorer to count instead of calling them a bug.
+    free_form: bool = False
 
 
 _REGISTRY: dict[str, BaselineSpec] = {}
@@ -60,13 +63,14 @@ def register(
     config: type,
     needs: tuple[str, ...] = (),
     trains_on: tuple[str, ...] = (),
+    free_form: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: ``@register("bm25", summary=..., config=BM25Config)`` on the run function."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY and _REGISTRY[name].run is not fn:
             raise ValueError(f"baseline {name!r} registered twice")
-        _REGISTRY[name] = BaselineSpec(name, summary, config, fn, needs, trains_on)
+        _REGISTRY[name] = BaselineSpec(name, summary, config, fn, needs, trains_on, free_form)
         return fn
 
     return deco
@@ -76,11 +80,7 @@ def _load_all() -> None:
     global _loaded
     if not _loaded:
         for module in BASELINE_MODULES:
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as exc:  # TODO(integration): remove once every module exists
-                if exc.name != module:
-                    raise
+            importlib.import_module(module)
         _loaded = True
 
 

@@ -950,18 +950,16 @@ _DEST_FIELD = {
 
 def compare_files(out: Path, reference: Path) -> list[str]:
     """Files of ``out`` whose SHA-256 differs from a reference dataset's manifest."""
+    from .dataset import diff_hashes
+
     ref = reference / "manifest.json" if reference.is_dir() else reference
-    theirs = read_json(ref).get("files", {})
-    ours = read_json(out / "manifest.json").get("files", {})
-    problems = []
-    for rel in sorted(set(theirs) | set(ours)):
-        if rel not in ours:
-            problems.append(f"{rel}: only in the reference")
-        elif rel not in theirs:
-            problems.append(f"{rel}: not in the reference")
-        elif ours[rel]["sha256"] != theirs[rel]["sha256"]:
-            problems.append(f"{rel}: differs")
-    return problems
+    return diff_hashes(
+        read_json(ref).get("files", {}),
+        read_json(out / "manifest.json").get("files", {}),
+        missing="only in the reference",
+        extra="not in the reference",
+        changed="differs",
+    )
 
 
 # ----------------------------------------------------------------------------------------------

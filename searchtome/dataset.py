@@ -337,20 +337,30 @@ def write_manifest(out_dir: PathLike, info: Mapping[str, Any]) -> Path:
     return write_json(Path(out_dir) / MANIFEST_FILE, manifest)
 
 
+def diff_hashes(
+    expected: Mapping[str, Mapping[str, Any]],
+    actual: Mapping[str, Mapping[str, Any]],
+    *,
+    missing: str = "listed in the manifest but missing",
+    extra: str = "present but not in the manifest",
+    changed: str = "SHA-256 differs from the manifest",
+) -> list[str]:
+    """``path: problem`` for every file whose presence or SHA-256 differs between two listings."""
+    problems = []
+    for rel in sorted(set(expected) | set(actual)):
+        if rel not in actual:
+            problems.append(f"{rel}: {missing}")
+        elif rel not in expected:
+            problems.append(f"{rel}: {extra}")
+        elif expected[rel]["sha256"] != actual[rel]["sha256"]:
+            problems.append(f"{rel}: {changed}")
+    return problems
+
+
 def verify_manifest(out_dir: PathLike) -> list[str]:
     """Differences between the files on disk and ``manifest.json`` (empty when they agree)."""
     out = Path(out_dir)
-    recorded = read_json(out / MANIFEST_FILE).get("files", {})
-    actual = file_hashes(out)
-    problems = []
-    for rel in sorted(set(recorded) | set(actual)):
-        if rel not in actual:
-            problems.append(f"{rel}: listed in the manifest but missing")
-        elif rel not in recorded:
-            problems.append(f"{rel}: present but not in the manifest")
-        elif recorded[rel]["sha256"] != actual[rel]["sha256"]:
-            problems.append(f"{rel}: SHA-256 differs from the manifest")
-    return problems
+    return diff_hashes(read_json(out / MANIFEST_FILE).get("files", {}), file_hashes(out))
 
 
 @dataclass

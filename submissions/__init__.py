@@ -10,8 +10,7 @@ does not pay for numpy.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from searchtome.lazy import lazy_exports
 
 _EXPORTS = {
     "MAX_IDS": "format",
@@ -33,12 +32,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
