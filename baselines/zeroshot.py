@@ -3,7 +3,8 @@
 The paper's "Mistral out of the box" and "Claude Haiku" rows. Two backends:
 
 * ``local`` (default, offline) — a causal LM in-process (SmolLM2-135M-Instruct unless
-  ``model`` says otherwise); greedy decoding, the book's prompt prefix cached once per book.
+  ``model`` says otherwise); greedy decoding, the book's prompt prefix cached once per book;
+  every reply is stored as its batch finishes, so a killed run resumes.
 * ``openai`` — any OpenAI-compatible chat endpoint (vLLM, TGI, llama.cpp, hosted APIs) through
   ``searchtome.llm``; ``base_url`` (or ``OPENAI_BASE_URL``), key from ``OPENAI_API_KEY``.
   Replies are cached in SQLite, so an interrupted run resumes without asking again.
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.io import stable_hash
 from searchtome.records import Run
 from searchtome.settings import progress
 
@@ -96,45 +98,96 @@ def _prompt_user_text(title: str, toc_text: str, query: str) -> str:
     )
 
 
-def _replies_local(dataset: Dataset, queries: Sequence[Any], cfg: ZeroShotConfig) -> dict[str, str]:
+def _replies_local(
+    dataset: Dataset, queries: Sequence[Any], cfg: ZeroShotConfig, ctx: RunContext
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Greedy replies from the in-process model, each batch stored as it finishes.
+
+    The replies go to the same SQLite cache as the endpoint backend's, keyed by the model's
+    fingerprint, the prompt and the decoding settings, so a killed run resumes where it stopped.
+    """
     import torch
 
-    from .llm_engine import beam_search, decode_text, load_lm
+    from searchtome.llm_cache import CacheKey, ResponseCache
 
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
-    lm = load_lm(cfg.model, dtype=cfg.dtype, device=cfg.device)
+    from .llm_engine import beam_search, decode_text, load_lm
+    from .llm_retriever import model_fingerprint
+
+    model_id = stable_hash(model_fingerprint(cfg.model))[:20]
+    sampling = {
+        "decode": "greedy",
+        "max_new_tokens": cfg.max_new_tokens,
+        "max_input_tokens": cfg.max_input_tokens,
+        "dtype": cfg.dtype,
+        "device": cfg.device,
+    }
     template = PromptTemplate(ZEROSHOT_INSTRUCTION)
-    out: dict[str, str] = {}
-    by_book: dict[str, list[Any]] = {}
-    for q in queries:
-        by_book.setdefault(q.book_id, []).append(q)
-    bar = progress(total=len(queries), desc="zero-shot", unit="query")
-    for book_id in sorted(by_book):
-        nodes = dataset.toc(book_id)
-        prefix, pattern = template.split(
-            lm.tokenizer, dataset.books[book_id].book.title, serialize_toc(nodes)
+    tocs = {b: serialize_toc(dataset.toc(b)) for b in {q.book_id for q in queries}}
+
+    def key(q: Any) -> CacheKey:
+        title = dataset.books[q.book_id].book.title
+        text = _prompt_user_text(title, tocs[q.book_id], q.text)
+        return CacheKey(
+            "in-process", model_id, PROMPT_VERSION, sampling, ({"role": "user", "content": text},)
         )
-        prefix_ids = lm.encode(prefix)
-        tail = lm.encode(pattern.split("{text}", 1)[1].replace("{{", "{").replace("}}", "}"))
-        room = cfg.max_input_tokens - len(prefix_ids) - len(tail)
-        if room < 8:
-            raise SearchTomeError(
-                f"book {book_id}: the prompt takes {len(prefix_ids)} tokens; raise max_input_tokens"
+
+    out: dict[str, str] = {}
+    cache = ResponseCache(ctx.cache_dir / "responses.sqlite")
+    try:
+        todo = []
+        for q in queries:
+            hit = cache.get(key(q))
+            if hit is None:
+                todo.append(q)
+            else:
+                out[q.query_id] = hit.content or ""
+        facts = {"replies_cached": len(out), "replies_generated": len(todo)}
+        if not todo:
+            return out, facts
+        if out:
+            log.info("resuming: %d of %d replies cached", len(out), len(queries))
+        if cfg.threads > 0:
+            torch.set_num_threads(cfg.threads)
+        lm = load_lm(cfg.model, dtype=cfg.dtype, device=cfg.device)
+        by_book: dict[str, list[Any]] = {}
+        for q in todo:
+            by_book.setdefault(q.book_id, []).append(q)
+        bar = progress(total=len(todo), desc="zero-shot", unit="query")
+        for book_id in sorted(by_book):
+            prefix, pattern = template.split(
+                lm.tokenizer, dataset.books[book_id].book.title, tocs[book_id]
             )
-        cache = lm.prefix_cache(prefix_ids)
-        items = by_book[book_id]
-        for lo in range(0, len(items), cfg.query_batch):
-            part = items[lo : lo + cfg.query_batch]
-            suffixes = [lm.encode(f"Question: {clean_title(q.text)}")[:room] + tail for q in part]
-            results = beam_search(
-                lm, cache, suffixes, trie=None, num_beams=1, max_new_tokens=cfg.max_new_tokens
-            )
-            for q, hyps in zip(part, results, strict=True):
-                out[q.query_id] = decode_text(lm, hyps[0][0]) if hyps else ""
-            bar.update(len(part))
-    bar.close()
-    return out
+            prefix_ids = lm.encode(prefix)
+            tail = lm.encode(pattern.split("{text}", 1)[1].replace("{{", "{").replace("}}", "}"))
+            room = cfg.max_input_tokens - len(prefix_ids) - len(tail)
+            if room < 8:
+                raise SearchTomeError(
+                    f"book {book_id}: the prompt takes {len(prefix_ids)} tokens; "
+                    "raise max_input_tokens"
+                )
+            prefix_cache = lm.prefix_cache(prefix_ids)
+            items = by_book[book_id]
+            for lo in range(0, len(items), cfg.query_batch):
+                part = items[lo : lo + cfg.query_batch]
+                suffixes = [
+                    lm.encode(f"Question: {clean_title(q.text)}")[:room] + tail for q in part
+                ]
+                results = beam_search(
+                    lm,
+                    prefix_cache,
+                    suffixes,
+                    trie=None,
+                    num_beams=1,
+                    max_new_tokens=cfg.max_new_tokens,
+                )
+                for q, hyps in zip(part, results, strict=True):
+                    out[q.query_id] = decode_text(lm, hyps[0][0]) if hyps else ""
+                    cache.put(key(q), out[q.query_id], "stop", cfg.model)
+                bar.update(len(part))
+        bar.close()
+    finally:
+        cache.close()
+    return out, facts
 
 
 def _replies_endpoint(
@@ -216,10 +269,10 @@ def run_zeroshot(dataset: Dataset, split: str, config: ZeroShotConfig, ctx: RunC
     start = time.perf_counter()
     notes: dict[str, Any] = {"models": [config.model], "backend": config.backend}
     if config.backend == "local":
-        replies = _replies_local(dataset, queries, config)
+        replies, extra = _replies_local(dataset, queries, config, ctx)
     else:
         replies, extra = _replies_endpoint(dataset, queries, config, ctx)
-        notes.update(extra)
+    notes.update(extra)
     indexes = {b: IdentifierIndex.for_book(dataset.toc(b)) for b in {q.book_id for q in queries}}
     rankings: dict[str, tuple[str, ...]] = {}
     counts = {"leaf": 0, "non-leaf": 0, "invalid": 0, "empty": 0}

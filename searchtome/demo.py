@@ -40,15 +40,17 @@ class Profile:
     baselines: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
+# The generative baselines' CPU defaults are sized for a 1,000-question book in about an hour;
+# the demo's books are small, so a few epochs on few dev questions show the pipeline in minutes.
 _LLM_FULL: dict[str, dict[str, Any]] = {
-    "dsi": {},
-    "stair": {},
-    "zeroshot-llm": {},
+    "dsi": {"max_epochs": 3, "patience": 1, "dev_max_queries": 30},
+    "stair": {"max_epochs": 3, "patience": 1, "dev_max_queries": 30},
+    "zeroshot-llm": {"max_new_tokens": 64},
 }
 _LLM_QUICK: dict[str, dict[str, Any]] = {
-    "dsi": {},
-    "stair": {},
-    "zeroshot-llm": {},
+    "dsi": {"max_epochs": 1, "dev_max_queries": 10},
+    "stair": {"max_epochs": 1, "dev_max_queries": 10},
+    "zeroshot-llm": {"max_new_tokens": 48},
 }
 
 PROFILES = {
@@ -62,7 +64,7 @@ PROFILES = {
     "quick": Profile(
         name="quick",
         books=("nursing-primer",),
-        questions_per_unit=2,
+        questions_per_unit=1,
         max_tokens=48,
         baselines={"bm25": {}, "dpr": {}, "navtree": {}, "toc-navtree": {}, **_LLM_QUICK},
     ),

@@ -166,6 +166,16 @@ def test_the_runner_rejects_a_run_that_breaks_the_contract(tiny_dataset, monkeyp
         execute("fake", ds, "dev", overrides=["leak=true"])
     with pytest.raises(SearchTomeError, match="missing"):
         check_run(Run("x", {}), ds, "dev")
+    # A free-form baseline (zero-shot replies) keeps ids that name no leaf, for the scorer.
+    monkeypatch.setitem(
+        registry._REGISTRY,
+        "fake",
+        registry.BaselineSpec("fake", "test", _Cfg, fake, free_form=True),
+    )
+    run, _, _ = execute("fake", ds, "dev", overrides=["leak=true"])
+    book_of = {q.query_id: q.book_id for q in ds.queries("dev")}
+    own = {b: {x.leaf_id for x in ds.leaves(b)} for b in ds.book_ids()}
+    assert all(not set(ids) & own[book_of[q]] for q, ids in run.rankings.items())
 
 
 def test_tune_scores_every_grid_point_on_dev(tiny_dataset, capsys):

@@ -3,12 +3,14 @@ HTTP, kill -9 and resume, byte-identical rebuilds, replay from an exported cache
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -526,7 +528,8 @@ def test_interrupt_stops_the_local_server(tmp_path, signum):
 
     smollm2_path()  # convert outside the timed part
     pdfs = tmp_path / "pdfs"
-    make_pdf(pdfs / "tiny.pdf", chapters=1, sections=2, paragraphs=2, seed=4)
+    # Enough units that the build cannot finish before the signal arrives, even on a fast box.
+    make_pdf(pdfs / "tiny.pdf", chapters=3, sections=4, paragraphs=3, seed=4)
     args = ["--no-progress", "build", "--pdf-dir", str(pdfs), "--endpoint", "local"]
     args += ["--out", str(tmp_path / "data")]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -539,10 +542,21 @@ def test_interrupt_stops_the_local_server(tmp_path, signum):
         servers = _child_servers(proc.pid)
         time.sleep(0.2)
     assert servers, "the build never started a local server"
-    time.sleep(3)  # let it load
+    # Interrupt while questions are being generated: wait until the server answers.
+    cmdline = Path(f"/proc/{servers[0]}/cmdline").read_bytes().split(b"\0")
+    port = int(cmdline[cmdline.index(b"--port") + 1])
+    while time.monotonic() < deadline and proc.poll() is None:
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2),
+        ):
+            break
+        time.sleep(0.2)
+    time.sleep(1)
+    assert proc.poll() is None, "the build ended before it could be interrupted"
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "interrupted" in err
+    assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err[-2000:])
     gone = time.monotonic() + 30
     while any(_alive(p) for p in servers) and time.monotonic() < gone:
         time.sleep(0.2)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from searchtome.baselines.llm_common import IdentifierIndex, is_invalid_id
 from searchtome.baselines.registry import RunContext
@@ -86,5 +88,14 @@ def test_local_backend_runs_in_process(tiny_lm_dir, tiny_dataset, tmp_path) -> N
     assert set(run.rankings) == {q.query_id for q in ds.queries("test")}
     counted = sum(ctx.notes[f"rank1_{k}"] for k in ("leaf", "non-leaf", "invalid", "empty"))
     assert counted == len(ds.queries("test"))
-    # Deterministic: greedy decoding gives the same replies again.
-    assert run_zeroshot(ds, "test", cfg, RunContext(cache_dir=tmp_path)).rankings == run.rankings
+    assert ctx.notes["replies_generated"] == len(ds.queries("test"))
+    # Deterministic: greedy decoding gives the same replies again, with or without the cache.
+    fresh = RunContext(cache_dir=tmp_path / "fresh")
+    assert run_zeroshot(ds, "test", cfg, fresh).rankings == run.rankings
+    # A rerun (or a run resumed after a kill) reads stored replies instead of generating them.
+    again = RunContext(cache_dir=tmp_path)
+    assert run_zeroshot(ds, "test", cfg, again).rankings == run.rankings
+    assert again.notes["replies_generated"] == 0
+    longer = RunContext(cache_dir=tmp_path)
+    run_zeroshot(ds, "test", replace(cfg, max_new_tokens=13), longer)  # settings are in the key
+    assert longer.notes["replies_cached"] == 0
