@@ -391,9 +391,6 @@ def dataset_facts(dataset: Any) -> dict[str, Any]:
     }
 
 
-RUN_INFO_FILE = "run_info.json"
-
-
 def execute(
     name: str,
     data: Any,
@@ -406,7 +403,7 @@ def execute(
 
     ``meta`` follows the submission schema (``searchtome.submissions.META_REQUIRED``);
     ``info`` is the machine-readable record of the run (wall time, peak memory, dataset
-    manifest hash, cache counts) that goes to ``run_info.json`` beside it.
+    manifest hash, cache counts) that goes into ``meta.json`` as ``run_info``.
     """
     from searchtome.dataset import Dataset, load
     from searchtome.settings import cache_dir
@@ -497,13 +494,11 @@ def run_baseline(
 
     ``data`` is a dataset folder or a loaded :class:`~searchtome.dataset.Dataset`; ``config`` a
     JSON/TOML file or a mapping; ``overrides`` ``["k1=1.2"]`` or ``{"k1": 1.2}``. The folder
-    (default ``submissions/NAME``) gets ``predictions.jsonl``, ``meta.json`` and
-    ``run_info.json``; the system is named after the folder unless ``system`` is given, so
+    (default ``submissions/NAME``) gets ``predictions.jsonl`` and ``meta.json`` (with the
+    run's facts under ``run_info``); the system is named after the folder unless ``system`` is given, so
     variants of one baseline can sit side by side on a leaderboard.
     """
     from searchtome.submissions import write_submission
-
-    from searchtome.io import write_json
 
     if not 1 <= depth <= 100:
         raise SearchTomeError(f"--depth must be between 1 and 100, not {depth}")
@@ -524,7 +519,6 @@ def run_baseline(
     info["baseline"] = name
     meta["command"] = command or _python_call(name, data, split, config, overrides, seed)
     path = Path(write_submission(out_dir, run, meta, compress=compress))
-    write_json(path / RUN_INFO_FILE, info)
     log.info("wrote %s (%d queries, %.1f s)", path, len(run), info["wall_time_s"])
     return path
 

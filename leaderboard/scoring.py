@@ -192,7 +192,8 @@ def score_runs(
         raise SearchTomeError(
             "score against either a dataset (--data) or qrels (--qrels), not both"
         )
-    names = measure_names(measures)
+    # The structure counts are always computed; naming them in ``measures`` is allowed.
+    names = measure_names([m for m in measures if m not in STRUCTURE_MEASURES])
     table = QueryTable.from_dataset(data, split) if data is not None else None
     if qrels is None:
         assert data is not None

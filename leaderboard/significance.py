@@ -144,6 +144,13 @@ _SIGN_TABLE = 1.0 - 2.0 * np.unpackbits(
 _POPCOUNT8 = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
 
 
+def _fmt_p(p: float) -> str:
+    """Two significant digits: Monte Carlo p-values carry no more (0.0008, not 0.0007999)."""
+    if math.isnan(p):
+        return "–"
+    return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
+
+
 def _popcount_sums(words: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Set bits of ``words`` (rows × W, uint64) summed over the word ranges beginning at ``starts``."""
     if hasattr(np, "bitwise_count"):
@@ -490,7 +497,7 @@ class ComparisonReport:
             )
             lines.append(
                 f"| {_md_escape(t.scope)} | {t.measure} | {_md_escape(t.a)} | {_md_escape(t.b)} | "
-                f"{t.diff * scale:+.{digits + 1}f} | {ci} | {t.p:.4g} | {t.p_adjusted:.4g} | "
+                f"{t.diff * scale:+.{digits + 1}f} | {ci} | {_fmt_p(t.p)} | {_fmt_p(t.p_adjusted)} | "
                 f"{'*' if t.significant else ''} |"
             )
         lines.append("")

@@ -71,6 +71,9 @@ def test_aggregates_macro_micro_domain_book(ds: Dataset) -> None:
     assert law_only["R@3"] == 1.0 and law_only["RR@10"] == pytest.approx(0.75)
     assert law_only["nDCG@3"] == pytest.approx((1 + 1 / np.log2(3)) / 2)
     assert law_only["NonLeaf@1"] == pytest.approx(0.5) and law_only["Invalid@1"] == 0.0
+    # The structure counts may be named among the measures (they are always computed).
+    named = score_runs([system_runs(ds)["law-only"]], data=ds, measures=("R@1", "NonLeaf@1"))
+    assert named.aggregate("law-only")["NonLeaf@1"] == pytest.approx(0.5)
     assert board.per_domain("law-only") == {
         "Law": pytest.approx({**dict.fromkeys(MEASURES, 1.0), **dict.fromkeys(STRUCTURE, 0.0)}),
         "Natural Sciences": pytest.approx(
