@@ -491,6 +491,10 @@ def test_local_endpoint_with_smollm2(tmp_path):
     assert _tree(out) == _tree(tmp_path / "again")
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _child_servers(parent: int) -> list[int]:
     """Pids of local model servers started by ``parent`` (Linux /proc)."""
     found = []
@@ -534,7 +538,13 @@ def test_interrupt_stops_the_local_server(tmp_path, signum):
     args += ["--out", str(tmp_path / "data")]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", _BUILD_SCRIPT, *args], env=env, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", _BUILD_SCRIPT, *args],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A test run started in the background (nohup, `&`, some CI runners) ignores SIGINT, and
+        # children inherit that; give the build the disposition a terminal user's process has.
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 300
     servers: list[int] = []
