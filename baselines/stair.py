@@ -38,7 +38,7 @@ def config_path(name: str) -> Path:
 
 @dataclass(frozen=True)
 class StairConfig(GenRetConfig):
-    """STAIR on CPU: SmolLM2, frozen-ToC prefix, 4 epochs at most (see docs/llm-baselines.md)."""
+    """STAIR on CPU: SmolLM2, frozen-ToC prefix, 6 epochs at most (see docs/llm-baselines.md)."""
 
 
 @dataclass(frozen=True)
