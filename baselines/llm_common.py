@@ -45,6 +45,16 @@ if TYPE_CHECKING:
     from searchtome.records import TocNode
 
 PATH_SEP = " > "
+# LoRA on attention and MLP projections (the names of Llama/Mistral-style models), as in STAIR.
+LORA_TARGETS: tuple[str, ...] = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+)
 INVALID_MARK = "invalid"
 
 _WS_RE = re.compile(r"\s+")

@@ -32,6 +32,7 @@ from searchtome.settings import progress
 from .llm_common import (
     DSI_INSTRUCTION,
     DSI_SEMANTIC_INSTRUCTION,
+    LORA_TARGETS,
     PASSAGE_LABEL,
     QUERY_LABEL,
     STAIR_INSTRUCTION,
@@ -96,15 +97,7 @@ class GenRetConfig:
     lora_alpha: int = 32
     lora_dropout: float = 0.05
     lora_layers: int = 10  # LoRA on the top N layers only (0 = all)
-    lora_targets: tuple[str, ...] = (
-        "q_proj",
-        "k_proj",
-        "v_proj",
-        "o_proj",
-        "gate_proj",
-        "up_proj",
-        "down_proj",
-    )
+    lora_targets: tuple[str, ...] = LORA_TARGETS
     lr: float = 2e-3
     weight_decay: float = 0.0
     warmup_ratio: float = 0.1

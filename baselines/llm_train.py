@@ -35,6 +35,7 @@ import torch
 from searchtome.errors import SearchTomeError
 from searchtome.settings import progress
 
+from .llm_common import LORA_TARGETS
 from .llm_engine import LM, PrefixKV, TreeCache
 
 log = logging.getLogger(__name__)
@@ -58,15 +59,7 @@ class LoraSettings:
     alpha: int = 32
     dropout: float = 0.05
     layers: int = 0  # adapt only the top N transformer layers (0 = all)
-    targets: tuple[str, ...] = (
-        "q_proj",
-        "k_proj",
-        "v_proj",
-        "o_proj",
-        "gate_proj",
-        "up_proj",
-        "down_proj",
-    )
+    targets: tuple[str, ...] = LORA_TARGETS
 
 
 @dataclass(frozen=True)
