@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +98,35 @@ def _prompt_user_text(title: str, toc_text: str, query: str) -> str:
     )
 
 
+def _messages(dataset: Dataset, queries: Sequence[Any]) -> dict[str, tuple[dict[str, str], ...]]:
+    """The one-message chat of every query (the book's ToC serialized once per book)."""
+    tocs = {b: serialize_toc(dataset.toc(b)) for b in {q.book_id for q in queries}}
+    return {
+        q.query_id: (
+            {
+                "role": "user",
+                "content": _prompt_user_text(
+                    dataset.books[q.book_id].book.title, tocs[q.book_id], q.text
+                ),
+            },
+        )
+        for q in queries
+    }
+
+
+def _split_cached(cache: Any, keys: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """``(stored replies by query id, query ids still to ask)``, in ``keys`` order."""
+    out: dict[str, str] = {}
+    todo: list[str] = []
+    for qid, key in keys.items():
+        hit = cache.get(key)
+        if hit is None:
+            todo.append(qid)
+        else:
+            out[qid] = hit.content or ""
+    return out, todo
+
+
 def _replies_local(
     dataset: Dataset, queries: Sequence[Any], cfg: ZeroShotConfig, ctx: RunContext
 ) -> tuple[dict[str, str], dict[str, Any]]:
@@ -122,30 +151,19 @@ def _replies_local(
         "device": cfg.device,
     }
     template = PromptTemplate(ZEROSHOT_INSTRUCTION)
-    tocs = {b: serialize_toc(dataset.toc(b)) for b in {q.book_id for q in queries}}
-
-    def key(q: Any) -> CacheKey:
-        title = dataset.books[q.book_id].book.title
-        text = _prompt_user_text(title, tocs[q.book_id], q.text)
-        return CacheKey(
-            "in-process", model_id, PROMPT_VERSION, sampling, ({"role": "user", "content": text},)
-        )
-
-    out: dict[str, str] = {}
-    cache = ResponseCache(ctx.cache_dir / "responses.sqlite")
-    try:
-        todo = []
-        for q in queries:
-            hit = cache.get(key(q))
-            if hit is None:
-                todo.append(q)
-            else:
-                out[q.query_id] = hit.content or ""
-        facts = {"replies_cached": len(out), "replies_generated": len(todo)}
-        if not todo:
+    keys = {
+        qid: CacheKey("in-process", model_id, PROMPT_VERSION, sampling, messages)
+        for qid, messages in _messages(dataset, queries).items()
+    }
+    with ResponseCache(ctx.cache_dir / "responses.sqlite") as cache:
+        out, todo_ids = _split_cached(cache, keys)
+        facts = {"replies_cached": len(out), "replies_generated": len(todo_ids)}
+        if not todo_ids:
             return out, facts
         if out:
             log.info("resuming: %d of %d replies cached", len(out), len(queries))
+        waiting = set(todo_ids)
+        todo = [q for q in queries if q.query_id in waiting]
         if cfg.threads > 0:
             torch.set_num_threads(cfg.threads)
         lm = load_lm(cfg.model, dtype=cfg.dtype, device=cfg.device)
@@ -155,7 +173,7 @@ def _replies_local(
         bar = progress(total=len(todo), desc="zero-shot", unit="query")
         for book_id in sorted(by_book):
             prefix, pattern = template.split(
-                lm.tokenizer, dataset.books[book_id].book.title, tocs[book_id]
+                lm.tokenizer, dataset.books[book_id].book.title, serialize_toc(dataset.toc(book_id))
             )
             prefix_ids = lm.encode(prefix)
             tail = lm.encode(pattern.split("{text}", 1)[1].replace("{{", "{").replace("}}", "}"))
@@ -182,11 +200,9 @@ def _replies_local(
                 )
                 for q, hyps in zip(part, results, strict=True):
                     out[q.query_id] = decode_text(lm, hyps[0][0]) if hyps else ""
-                    cache.put(key(q), out[q.query_id], "stop", cfg.model)
+                    cache.put(keys[q.query_id], out[q.query_id], "stop", cfg.model)
                 bar.update(len(part))
         bar.close()
-    finally:
-        cache.close()
     return out, facts
 
 
@@ -203,31 +219,21 @@ def _replies_endpoint(
         sampling=SamplingParams(temperature=cfg.temperature, max_tokens=cfg.max_new_tokens),
     )
     client_cfg.validate()
-    tocs = {b: serialize_toc(dataset.toc(b)) for b in {q.book_id for q in queries}}
-    out: dict[str, str] = {}
-    keys: dict[str, CacheKey] = {}
-    requests = []
-    cache = ResponseCache(ctx.cache_dir / "responses.sqlite")
+    messages = _messages(dataset, queries)
+    keys = {
+        qid: CacheKey(
+            client_cfg.host,
+            client_cfg.label,
+            PROMPT_VERSION,
+            client_cfg.sampling.fingerprint(),
+            chat,
+        )
+        for qid, chat in messages.items()
+    }
     failures: dict[str, str] = {}
-    try:
-        for q in queries:
-            title = dataset.books[q.book_id].book.title
-            messages = (
-                {"role": "user", "content": _prompt_user_text(title, tocs[q.book_id], q.text)},
-            )
-            key = CacheKey(
-                client_cfg.host,
-                client_cfg.label,
-                PROMPT_VERSION,
-                client_cfg.sampling.fingerprint(),
-                messages,
-            )
-            hit = cache.get(key)
-            if hit is not None:
-                out[q.query_id] = hit.content or ""
-                continue
-            keys[q.query_id] = key
-            requests.append(ChatRequest(q.query_id, messages))
+    with ResponseCache(ctx.cache_dir / "responses.sqlite") as cache:
+        out, todo = _split_cached(cache, keys)
+        requests = [ChatRequest(qid, messages[qid]) for qid in todo]
 
         def store(result: Any) -> None:
             if result.ok:
@@ -244,8 +250,6 @@ def _replies_endpoint(
                     out[result.key] = result.content or ""
                 else:
                     failures[result.key] = result.error or "error"
-    finally:
-        cache.close()
     if failures:
         example = next(iter(failures.items()))
         raise SearchTomeError(
