@@ -346,8 +346,8 @@ def _check_needs(name: str, needs: Sequence[str]) -> None:
 def check_run(run: Any, dataset: Any, split: str, free_form: bool = False) -> None:
     """Fail loudly if a baseline broke the output contract (a bug in the baseline, not input).
 
-    ``free_form`` runs (zero-shot replies, unconstrained decoding) may name non-leaf nodes or
-    nothing (``decode=free``): those ids are kept so the scorer counts them as non-leaf / invalid.
+    ``free_form`` runs (the config says so: zero-shot replies, unconstrained decoding) may name
+    non-leaf nodes or nothing; those ids are kept so the scorer counts them as non-leaf / invalid.
     """
     expected = {q.query_id: q.book_id for q in dataset.queries(split)}
     missing = sorted(set(expected) - set(run.rankings))
@@ -421,7 +421,7 @@ def execute(
     start = time.perf_counter()
     run = spec.run(dataset, split, cfg, ctx)
     wall = time.perf_counter() - start
-    check_run(run, dataset, split, spec.free_form or getattr(cfg, "decode", "") == "free")
+    check_run(run, dataset, split, free_form=getattr(cfg, "free_form", False))
     facts = dataset_facts(dataset)
     notes = dict(ctx.notes)
     models = [str(m) for m in notes.pop("models", [])]

@@ -137,6 +137,11 @@ class GenRetConfig:
         if self.max_epochs < 0 or self.patience < 1:
             raise SearchTomeError("max_epochs must be >= 0 and patience >= 1")
 
+    @property
+    def free_form(self) -> bool:
+        """Unconstrained decoding may write non-leaf or invalid ids (kept for the scorer)."""
+        return self.decode == "free"
+
     def training_fields(self) -> dict[str, Any]:
         return {
             f.name: getattr(self, f.name) for f in fields(self) if f.name not in _INFERENCE_ONLY

@@ -1,7 +1,9 @@
 """The registry of named baselines (lm-evaluation-harness style).
 
 A baseline is a function ``(dataset, split, config, context) -> Run`` plus a frozen config
-dataclass whose defaults are the documented CPU settings. Modules register themselves with
+dataclass whose defaults are the documented CPU settings. A config whose ``free_form`` attribute
+is true (free-text generation) may name non-leaf nodes or nothing at all: the runner keeps such
+ids for the scorer to count instead of calling them a bug. Modules register themselves with
 :func:`register`; :func:`get` resolves a name with a did-you-mean error. Baseline modules keep
 heavy imports (torch, transformers, faiss) inside their functions so that listing is cheap.
 """
@@ -47,9 +49,6 @@ class BaselineSpec:
     needs: tuple[str, ...] = ()
     # Split names the baseline trains on (recorded as "trained_on" in meta.json).
     trains_on: tuple[str, ...] = ()
-    # True when the output may name non-leaf nodes or nothing at all (free-text generation):
-    # the runner then keeps such ids for the scorer to count instead of calling them a bug.
-    free_form: bool = False
 
 
 _REGISTRY: dict[str, BaselineSpec] = {}
@@ -63,14 +62,13 @@ def register(
     config: type,
     needs: tuple[str, ...] = (),
     trains_on: tuple[str, ...] = (),
-    free_form: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: ``@register("bm25", summary=..., config=BM25Config)`` on the run function."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY and _REGISTRY[name].run is not fn:
             raise ValueError(f"baseline {name!r} registered twice")
-        _REGISTRY[name] = BaselineSpec(name, summary, config, fn, needs, trains_on, free_form)
+        _REGISTRY[name] = BaselineSpec(name, summary, config, fn, needs, trains_on)
         return fn
 
     return deco

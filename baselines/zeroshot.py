@@ -65,6 +65,11 @@ class ZeroShotConfig:
     query_batch: int = 16
     max_input_tokens: int = 14000
 
+    @property
+    def free_form(self) -> bool:
+        """Replies are free text: ids naming non-leaf nodes or nothing are kept and counted."""
+        return True
+
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise unknown_name("backend", self.backend, BACKENDS)
@@ -266,7 +271,6 @@ def _replies_endpoint(
     config=ZeroShotConfig,
     needs=("ml",),
     trains_on=(),
-    free_form=True,
 )
 def run_zeroshot(dataset: Dataset, split: str, config: ZeroShotConfig, ctx: RunContext) -> Run:
     queries = dataset.queries(split)

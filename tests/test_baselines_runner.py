@@ -146,6 +146,13 @@ class _Cfg:
     extra: tuple[str, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class _FreeCfg(_Cfg):
+    @property
+    def free_form(self) -> bool:
+        return True
+
+
 def test_the_runner_rejects_a_run_that_breaks_the_contract(tiny_dataset, monkeypatch):
     ds = load(tiny_dataset)
 
@@ -168,9 +175,7 @@ def test_the_runner_rejects_a_run_that_breaks_the_contract(tiny_dataset, monkeyp
         check_run(Run("x", {}), ds, "dev")
     # A free-form baseline (zero-shot replies) keeps ids that name no leaf, for the scorer.
     monkeypatch.setitem(
-        registry._REGISTRY,
-        "fake",
-        registry.BaselineSpec("fake", "test", _Cfg, fake, free_form=True),
+        registry._REGISTRY, "fake", registry.BaselineSpec("fake", "test", _FreeCfg, fake)
     )
     run, _, _ = execute("fake", ds, "dev", overrides=["leak=true"])
     book_of = {q.query_id: q.book_id for q in ds.queries("dev")}
