@@ -3,14 +3,12 @@ HTTP, kill -9 and resume, byte-identical rebuilds, replay from an exported cache
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from searchtome.dataset import verify_manifest
 from searchtome.errors import SearchTomeError
 from searchtome.io import read_json, sha256_file
 from searchtome.llm_cache import ResponseCache
+from searchtome.local_llm import _healthy
 from tests.fake_openai import FakeOpenAIServer, Fault
 
 REPO = Path(__file__).resolve().parents[1]
@@ -555,11 +554,8 @@ def test_interrupt_stops_the_local_server(tmp_path, signum):
     # Interrupt while questions are being generated: wait until the server answers.
     cmdline = Path(f"/proc/{servers[0]}/cmdline").read_bytes().split(b"\0")
     port = int(cmdline[cmdline.index(b"--port") + 1])
-    while time.monotonic() < deadline and proc.poll() is None:
-        with (
-            contextlib.suppress(OSError),
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2),
-        ):
+    while not _healthy(f"http://127.0.0.1:{port}"):
+        if time.monotonic() > deadline or proc.poll() is not None:
             break
         time.sleep(0.2)
     time.sleep(1)
