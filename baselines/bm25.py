@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from searchtome.baselines.registry import RunContext, register
+from searchtome.baselines.text import Analyzer, title_path
 
 from searchtome.errors import SearchTomeError
 from searchtome.records import Run
-
-from .registry import RunContext, register
-from .text import Analyzer, title_path
 
 log = logging.getLogger(__name__)
 

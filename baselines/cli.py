@@ -405,10 +405,10 @@ def execute(
     ``info`` is the machine-readable record of the run (wall time, peak memory, dataset
     manifest hash, cache counts) that goes into ``meta.json`` as ``run_info``.
     """
+    from searchtome.baselines import registry
+
     from searchtome.dataset import Dataset, load
     from searchtome.settings import cache_dir
-
-    from . import registry
 
     spec = registry.get(name)
     _check_needs(name, spec.needs)
@@ -666,7 +666,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _cmd_ls(args: argparse.Namespace) -> int:
-    from . import registry
+    from searchtome.baselines import registry
 
     specs = registry.all_baselines()
     width = max((len(s.name) for s in specs), default=0)

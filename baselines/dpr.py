@@ -25,13 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from searchtome.baselines.encoders import Encoder, EncoderConfig
+from searchtome.baselines.registry import RunContext, register
+from searchtome.baselines.text import title_path
 
 from searchtome.errors import SearchTomeError
 from searchtome.records import Run
-
-from .encoders import Encoder, EncoderConfig
-from .registry import RunContext, register
-from .text import title_path
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +112,7 @@ def max_by_owner(scores: np.ndarray, owner: np.ndarray, n_owners: int) -> np.nda
     needs=("ml",),
 )
 def run_dpr(dataset: Any, split: str, config: DPRConfig, ctx: RunContext) -> Run:
-    from .bm25 import rank_desc
+    from searchtome.baselines.bm25 import rank_desc
 
     encoder = Encoder(config.encoder)
     books = [b for b in dataset.book_ids() if dataset.queries(split, b)]

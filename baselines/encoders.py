@@ -338,7 +338,7 @@ class Encoder:
 
         ``reserve`` tokens per passage are kept free for text the caller prepends (a title).
         """
-        from .text import pack_sentences, split_sentences
+        from searchtome.baselines.text import pack_sentences, split_sentences
 
         sentences = split_sentences(text)
         if not sentences:

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from searchtome.baselines.llm_common import TokenTrie
 
 from searchtome.errors import SearchTomeError
-
-from .llm_common import TokenTrie
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from searchtome.errors import SearchTomeError, unknown_name
-from searchtome.io import stable_hash
-from searchtome.records import Query, Run
-from searchtome.settings import progress
-
-from .llm_common import (
+from searchtome.baselines.llm_common import (
     DSI_INSTRUCTION,
     DSI_SEMANTIC_INSTRUCTION,
     LORA_TARGETS,
@@ -46,11 +41,16 @@ from .llm_common import (
     title_path,
 )
 
-if TYPE_CHECKING:
-    from searchtome.dataset import Dataset
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.io import stable_hash
+from searchtome.records import Query, Run
+from searchtome.settings import progress
 
-    from .llm_engine import LM, PrefixKV
-    from .registry import RunContext
+if TYPE_CHECKING:
+    from searchtome.baselines.llm_engine import LM, PrefixKV
+    from searchtome.baselines.registry import RunContext
+
+    from searchtome.dataset import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ def _template(with_toc: bool, identifiers: str) -> PromptTemplate:
 
 
 def _semantic_identifiers(dataset: Dataset, book_id: str, cfg: GenRetConfig, seed: int) -> dict:
-    from .encoders import Encoder, EncoderConfig
+    from searchtome.baselines.encoders import Encoder, EncoderConfig
 
     leaves = dataset.leaves(book_id)
     texts = [f"{title_path(x.path)}. {x.text}" for x in leaves]
@@ -291,7 +291,12 @@ def decode_queries(
     max_output_tokens: int,
     group: int = 0,
 ) -> list[Decoded]:
-    from .llm_engine import beam_search, decode_text, rank_from_scores, score_trie
+    from searchtome.baselines.llm_engine import (
+        beam_search,
+        decode_text,
+        rank_from_scores,
+        score_trie,
+    )
 
     if mode == "exact":
         out = []
@@ -441,7 +446,7 @@ def build_examples(
     train_books: Sequence[str],
     cfg: GenRetConfig,
 ) -> list[Any]:
-    from .llm_train import Example
+    from searchtome.baselines.llm_train import Example
 
     examples = []
     for q in dataset.queries("train"):
@@ -481,11 +486,16 @@ def run_generative(
     with_toc: bool,
 ) -> Run:
     import torch
+    from searchtome.baselines.llm_engine import load_lm
+    from searchtome.baselines.llm_train import (
+        LoraSettings,
+        TrainSettings,
+        attach_lora,
+        load_adapter,
+        train,
+    )
 
     from searchtome.io import atomic_dir, commit_dir, write_json
-
-    from .llm_engine import load_lm
-    from .llm_train import LoraSettings, TrainSettings, attach_lora, load_adapter, train
 
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
@@ -551,7 +561,7 @@ def run_generative(
         )
         if cfg.cache_adapters and (final / "adapter_config.json").is_file():
             log.info("reusing the trained adapter %s", final)
-            from .llm_train import set_lora_state
+            from searchtome.baselines.llm_train import set_lora_state
 
             set_lora_state(lm, _load_lora_weights(final))
             report = _adapter_meta(final).get("training", {})

@@ -31,12 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from searchtome.baselines.llm_common import LORA_TARGETS
+from searchtome.baselines.llm_engine import LM, PrefixKV, TreeCache
 
 from searchtome.errors import SearchTomeError
 from searchtome.settings import progress
-
-from .llm_common import LORA_TARGETS
-from .llm_engine import LM, PrefixKV, TreeCache
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +150,7 @@ def _segments_loss(
 ) -> tuple[torch.Tensor, int]:
     """Summed token cross-entropy of examples after the shared prefix, ``group`` examples per
     batch row (each a separate branch of the row's tree)."""
-    from .llm_engine import auto_group
+    from searchtome.baselines.llm_engine import auto_group
 
     g = auto_group(lm, group, len(batch))
     tokens, parents, keep, labels = [], [], [], []
@@ -203,7 +202,7 @@ def batch_loss_backward(
             total += float(loss.detach())
         return total / n_tokens, n_tokens
     ids = torch.tensor([list(prefix_ids)], device=lm.device)
-    from .llm_engine import kv_of, new_cache
+    from searchtome.baselines.llm_engine import kv_of, new_cache
 
     _, cache = lm.forward(ids, cache=new_cache(lm.model.config), keep=ids.new_tensor([0]))
     prefix = PrefixKV(kv_of(cache), len(prefix_ids))

@@ -52,16 +52,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from searchtome.baselines.bm25 import BM25Config, BM25Index, rank_desc
+from searchtome.baselines.dpr import flat_index, search_all
+from searchtome.baselines.encoders import Encoder, EncoderConfig
+from searchtome.baselines.registry import RunContext, register
+from searchtome.baselines.text import pack_sentences, split_sentences, title_path
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
 from searchtome.records import Run
-
-from .bm25 import BM25Config, BM25Index, rank_desc
-from .dpr import flat_index, search_all
-from .encoders import Encoder, EncoderConfig
-from .registry import RunContext, register
-from .text import pack_sentences, split_sentences, title_path
 
 log = logging.getLogger(__name__)
 

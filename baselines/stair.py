@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .llm_retriever import GenRetConfig, run_generative
-from .registry import RunContext, register
+from searchtome.baselines.llm_retriever import GenRetConfig, run_generative
+from searchtome.baselines.registry import RunContext, register
 
 if TYPE_CHECKING:
     from searchtome.dataset import Dataset

@@ -25,19 +25,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from searchtome.errors import SearchTomeError, unknown_name
-from searchtome.io import stable_hash
-from searchtome.records import Run
-from searchtome.settings import progress
-
-from .llm_common import (
+from searchtome.baselines.llm_common import (
     ZEROSHOT_INSTRUCTION,
     IdentifierIndex,
     PromptTemplate,
     clean_title,
     serialize_toc,
 )
-from .registry import RunContext, register
+from searchtome.baselines.registry import RunContext, register
+
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.io import stable_hash
+from searchtome.records import Run
+from searchtome.settings import progress
 
 if TYPE_CHECKING:
     from searchtome.dataset import Dataset
@@ -141,11 +141,10 @@ def _replies_local(
     fingerprint, the prompt and the decoding settings, so a killed run resumes where it stopped.
     """
     import torch
+    from searchtome.baselines.llm_engine import beam_search, decode_text, load_lm
+    from searchtome.baselines.llm_retriever import model_fingerprint
 
     from searchtome.llm_cache import CacheKey, ResponseCache
-
-    from .llm_engine import beam_search, decode_text, load_lm
-    from .llm_retriever import model_fingerprint
 
     model_id = stable_hash(model_fingerprint(cfg.model))[:20]
     sampling = {

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from searchtome.leaderboard.figures import Breakdown, analyses, plot
+from searchtome.leaderboard.scoring import STRUCTURE_MEASURES, score_runs
+from searchtome.leaderboard.significance import OVERALL, ComparisonReport, compare
 from searchtome.submissions.format import META_FILE, PREDICTION_FILES
 from searchtome.submissions.validate import ValidationReport, validate_submission
 
@@ -24,10 +27,6 @@ from searchtome.dataset import Dataset, load
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, atomic_write, dumps, read_json, write_json
 from searchtome.metrics import TIE_RULE
-
-from .figures import Breakdown, analyses, plot
-from .scoring import STRUCTURE_MEASURES, score_runs
-from .significance import OVERALL, ComparisonReport, compare
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +133,7 @@ class LeaderboardResult:
 
     def main_table(self) -> str:
         """The main table as markdown (values: macro average over domains, in %)."""
-        from .significance import _md_escape
+        from searchtome.leaderboard.significance import _md_escape
 
         lines = [
             "| " + " | ".join(self.MAIN_HEADER) + " |",
@@ -165,7 +164,7 @@ class LeaderboardResult:
         return groups
 
     def domain_table(self) -> str:
-        from .significance import _md_escape
+        from searchtome.leaderboard.significance import _md_escape
 
         lines = [
             "| Domain | System | " + " | ".join(MAIN_MEASURES) + " |",
@@ -427,7 +426,7 @@ def build_leaderboard(
     if check is not None:
         expected = read_json(check) if not isinstance(check, Mapping) else check
         result.checks = run_checks(expected, entries)
-    from .html import render_html, render_markdown
+    from searchtome.leaderboard.html import render_html, render_markdown
 
     data = result.to_dict()
     if result.checks is not None:

@@ -118,10 +118,10 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from searchtome.metrics import DEFAULT_MEASURES
+    from searchtome.leaderboard.render import score_csv, score_json, score_table
+    from searchtome.leaderboard.scoring import score_runs
 
-    from .render import score_csv, score_json, score_table
-    from .scoring import score_runs
+    from searchtome.metrics import DEFAULT_MEASURES
 
     data, qrels, subs = _load(args)
     board = score_runs(
@@ -137,10 +137,10 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from searchtome.errors import SearchTomeError
+    from searchtome.leaderboard.scoring import score_runs
+    from searchtome.leaderboard.significance import compare
 
-    from .scoring import score_runs
-    from .significance import compare
+    from searchtome.errors import SearchTomeError
 
     data, qrels, subs = _load(args)
     if len(subs) < 2:
@@ -164,7 +164,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from .build import build_leaderboard
+    from searchtome.leaderboard.build import build_leaderboard
 
     result = build_leaderboard(
         args.data,

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from .scoring import Scoreboard
+from searchtome.leaderboard.scoring import Scoreboard
 
 # Upper bounds of the training-question buckets (inclusive); the last bucket is open.
 TRAIN_BUCKETS: tuple[tuple[int, int | None], ...] = (

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from searchtome.submissions.format import META_REQUIRED
 
 if TYPE_CHECKING:
-    from .build import LeaderboardResult
+    from searchtome.leaderboard.build import LeaderboardResult
 
-from .build import MAIN_MEASURES, MARK
+from searchtome.leaderboard.build import MAIN_MEASURES, MARK
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:70rem;
@@ -91,7 +91,7 @@ def _settings_text(result: LeaderboardResult) -> str:
 
 
 def render_markdown(result: LeaderboardResult) -> str:
-    from .significance import _md_escape
+    from searchtome.leaderboard.significance import _md_escape
 
     n = result.entries[0].n_queries if result.entries else 0
     parts = [

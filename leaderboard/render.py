@@ -6,9 +6,9 @@ import csv
 import io
 from typing import Any
 
-from searchtome.io import dumps
+from searchtome.leaderboard.scoring import Scoreboard
 
-from .scoring import Scoreboard
+from searchtome.io import dumps
 
 PERCENT_NOTE = "values in % ({agg})"
 

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
+    from searchtome.dataset import Dataset
 
 
 def load(source: str) -> Dataset:
     """Open a SearchTome dataset: a local folder or ``hf://ORG/NAME[@REVISION]``."""
-    from .dataset import load as _load
+    from searchtome.dataset import load as _load
 
     return _load(source)
 

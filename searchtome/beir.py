@@ -26,10 +26,18 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .dataset import Dataset, load
-from .errors import SearchTomeError
-from .io import PathLike, atomic_dir, atomic_write, commit_dir, read_json, write_json, write_jsonl
-from .records import SPLITS, Query
+from searchtome.dataset import Dataset, load
+from searchtome.errors import SearchTomeError
+from searchtome.io import (
+    PathLike,
+    atomic_dir,
+    atomic_write,
+    commit_dir,
+    read_json,
+    write_json,
+    write_jsonl,
+)
+from searchtome.records import SPLITS, Query
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +68,7 @@ def _prepare_out(out: Path, fmt: str) -> Path:
 def _selected_books(ds: Dataset, books: Sequence[str] | None) -> list[str]:
     if not books:
         return ds.book_ids()
-    from .errors import unknown_name
+    from searchtome.errors import unknown_name
 
     for b in books:
         if b not in ds.books:
@@ -201,7 +209,7 @@ def _write_lines(path: Path, lines: Iterable[str]) -> None:
 
 
 def _check_splits(splits: Sequence[str]) -> list[str]:
-    from .errors import unknown_name
+    from searchtome.errors import unknown_name
 
     for s in splits:
         if s not in SPLITS:

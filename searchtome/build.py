@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .errors import SearchTomeError
-from .io import atomic_dir, commit_dir, read_json, sha256_file, stable_hash, write_json
-from .llm import DEFAULT_MODEL, ChatClient, ClientConfig, SamplingParams
-from .llm_cache import ResponseCache, default_cache_path
-from .questions import (
+from searchtome import __version__
+from searchtome.errors import SearchTomeError
+from searchtome.io import atomic_dir, commit_dir, read_json, sha256_file, stable_hash, write_json
+from searchtome.llm import DEFAULT_MODEL, ChatClient, ClientConfig, SamplingParams
+from searchtome.llm_cache import ResponseCache, default_cache_path
+from searchtome.questions import (
     DEFAULT_PROMPT,
     FEWSHOT_PROMPT,
     STRICTNESS,
@@ -52,10 +52,17 @@ from .questions import (
     filter_questions,
     load_prompt,
 )
-from .records import SPLITS, Book, Leaf, Paragraph, Query, TocNode, Unit
-from .settings import cache_dir, progress
-from .splits import RULES, SplitConfig, SplitItem, assign_splits, parse_ratios, split_file_hashes
-from .units import DEFAULT_DROP_BELOW, DEFAULT_MIN_CHARS, UnitConfig, make_units
+from searchtome.records import SPLITS, Book, Leaf, Paragraph, Query, TocNode, Unit
+from searchtome.settings import cache_dir, progress
+from searchtome.splits import (
+    RULES,
+    SplitConfig,
+    SplitItem,
+    assign_splits,
+    parse_ratios,
+    split_file_hashes,
+)
+from searchtome.units import DEFAULT_DROP_BELOW, DEFAULT_MIN_CHARS, UnitConfig, make_units
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +190,7 @@ class _BookSource:
 def _pdf_dir_metadata(path: Path) -> dict[str, dict[str, Any]]:
     """A small TOML file of ``[[books]]`` entries (catalog field names, any domain) for
     ``--pdf-dir`` builds; a full catalog file also works."""
-    from .catalog import RESTRICTIONS
+    from searchtome.catalog import RESTRICTIONS
 
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -207,7 +214,7 @@ def _pdf_dir_metadata(path: Path) -> dict[str, dict[str, Any]]:
             )
         for r in entry.get("restrictions", []):
             if r not in RESTRICTIONS:
-                from .errors import unknown_name
+                from searchtome.errors import unknown_name
 
                 raise SearchTomeError(
                     f"{path}: books entry {i}: {unknown_name('restriction', r, RESTRICTIONS)}"
@@ -217,7 +224,7 @@ def _pdf_dir_metadata(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _books_from_pdf_dir(opts: BuildOptions) -> tuple[list[_BookSource], dict[str, Any]]:
-    from .toc import default_book_id
+    from searchtome.toc import default_book_id
 
     folder = opts.pdf_dir
     assert folder is not None
@@ -254,7 +261,7 @@ def _books_from_pdf_dir(opts: BuildOptions) -> tuple[list[_BookSource], dict[str
     if opts.books:
         missing = [b for b in opts.books if b not in seen]
         if missing:
-            from .errors import unknown_name
+            from searchtome.errors import unknown_name
 
             raise unknown_name("book", missing[0], seen)
         sources = [s for s in sources if s.book.book_id in opts.books]
@@ -270,8 +277,8 @@ def _books_from_pdf_dir(opts: BuildOptions) -> tuple[list[_BookSource], dict[str
 
 
 def _books_from_catalog(opts: BuildOptions) -> tuple[list[_BookSource], dict[str, Any]]:
-    from .catalog import catalog_hash, load_catalog
-    from .fetch import fetch_books
+    from searchtome.catalog import catalog_hash, load_catalog
+    from searchtome.fetch import fetch_books
 
     catalog = load_catalog(opts.catalog)
     ids = list(opts.books) if opts.books else None
@@ -305,7 +312,7 @@ def _books_from_catalog(opts: BuildOptions) -> tuple[list[_BookSource], dict[str
 def _extract_key(src: _BookSource, infer_toc: bool) -> str:
     import pymupdf
 
-    from .extract import FORMAT
+    from searchtome.extract import FORMAT
 
     return stable_hash(
         {
@@ -320,7 +327,7 @@ def _extract_key(src: _BookSource, infer_toc: bool) -> str:
 
 
 def _extract_all(sources: Sequence[_BookSource], infer_toc: bool) -> tuple[dict[str, Any], int]:
-    from .extract import extract_book, read_extraction, write_extraction
+    from searchtome.extract import extract_book, read_extraction, write_extraction
 
     root = cache_dir("builds", "extract")
     out: dict[str, Any] = {}
@@ -379,7 +386,7 @@ def _resolve_endpoint(opts: BuildOptions) -> _Endpoint:
 
 
 def _host_kind(host: str) -> str:
-    from .local_llm import LOCAL_HOST_LABEL
+    from searchtome.local_llm import LOCAL_HOST_LABEL
 
     return "local" if host == LOCAL_HOST_LABEL else "openai-compatible"
 
@@ -402,11 +409,11 @@ def build(opts: BuildOptions) -> BuildSummary:
     local = endpoint.kind == "local"
     defaults = LOCAL_DEFAULTS if local else REMOTE_DEFAULTS
     if opts.strictness is not None and opts.strictness not in STRICTNESS:
-        from .errors import unknown_name
+        from searchtome.errors import unknown_name
 
         raise unknown_name("strictness", opts.strictness, STRICTNESS)
     if opts.split_rule not in RULES:
-        from .errors import unknown_name
+        from searchtome.errors import unknown_name
 
         raise unknown_name("split rule", opts.split_rule, RULES)
     prompt = load_prompt(opts.prompt or defaults["prompt"])
@@ -578,8 +585,8 @@ def _generate(
     summary: BuildSummary,
 ) -> tuple[list[UnitOutcome], dict[str, Any]]:
     """Outcomes for every unit, asking the endpoint only for what the cache lacks."""
-    from .local_llm import LOCAL_HOST_LABEL, SMOLLM2_LABEL, SMOLLM2_NOTE
-    from .questions import NotCachedError
+    from searchtome.local_llm import LOCAL_HOST_LABEL, SMOLLM2_LABEL, SMOLLM2_NOTE
+    from searchtome.questions import NotCachedError
 
     defaults = LOCAL_DEFAULTS if endpoint.kind == "local" else REMOTE_DEFAULTS
     concurrency = opts.concurrency or defaults["concurrency"]
@@ -654,7 +661,7 @@ def _live_pass(
     concurrency: int,
     model_label: str,
 ) -> list[UnitOutcome]:
-    from .local_llm import local_server
+    from searchtome.local_llm import local_server
 
     def run(base_url: str, model: str, host_label: str | None) -> list[UnitOutcome]:
         cfg = ClientConfig(
@@ -759,7 +766,7 @@ def _manifest_info(
 
 
 def _up_to_date(out: Path, fingerprint: str) -> bool:
-    from .dataset import MANIFEST_FILE, verify_manifest
+    from searchtome.dataset import MANIFEST_FILE, verify_manifest
 
     manifest = out / MANIFEST_FILE
     if not manifest.is_file():
@@ -784,7 +791,7 @@ def _write(
     report: dict[str, Any],
     split: Any,
 ) -> None:
-    from .dataset import BookInfo, qrels_file, queries_file, write_dataset, write_manifest
+    from searchtome.dataset import BookInfo, qrels_file, queries_file, write_dataset, write_manifest
 
     out = opts.out
     if out.exists() and not out.is_dir():
@@ -831,7 +838,7 @@ def _write(
 
 def _write_card(folder: Path) -> None:
     try:
-        from .card import write_card
+        from searchtome.card import write_card
     except ImportError:  # the card module is optional while the project grows
         log.info("no dataset card writer available; skipping README.md")
         return
@@ -950,7 +957,7 @@ _DEST_FIELD = {
 
 def compare_files(out: Path, reference: Path) -> list[str]:
     """Files of ``out`` whose SHA-256 differs from a reference dataset's manifest."""
-    from .dataset import diff_hashes
+    from searchtome.dataset import diff_hashes
 
     ref = reference / "manifest.json" if reference.is_dir() else reference
     return diff_hashes(

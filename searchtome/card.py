@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .dataset import (
+from searchtome.dataset import (
     BOOKS_FILE,
     CARD_FILE,
     CORPUS_FILE,
@@ -34,9 +34,9 @@ from .dataset import (
     queries_file,
     write_manifest,
 )
-from .errors import SearchTomeError
-from .io import PathLike, atomic_write, read_json
-from .records import SPLITS
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike, atomic_write, read_json
+from searchtome.records import SPLITS
 
 log = logging.getLogger(__name__)
 
@@ -490,7 +490,7 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
 
 def _restriction_meanings() -> dict[str, str]:
     try:
-        from .catalog import RESTRICTIONS
+        from searchtome.catalog import RESTRICTIONS
     except ImportError:  # the catalog module is optional for reading datasets
         return {}
     return dict(RESTRICTIONS)

@@ -16,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import SearchTomeError, unknown_name
-from .io import PathLike, stable_hash
-from .records import BOOK_ID_RE, DOMAINS, Book, Catalog
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.io import PathLike, stable_hash
+from searchtome.records import BOOK_ID_RE, DOMAINS, Book, Catalog
 
 DEFAULT_CATALOG = "catalog-v1.toml"
 

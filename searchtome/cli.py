@@ -14,9 +14,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from . import __version__
-from .errors import SearchTomeError
-from .settings import set_progress, setup_logging
+from searchtome import __version__
+from searchtome.errors import SearchTomeError
+from searchtome.settings import set_progress, setup_logging
 
 COMMAND_MODULES: tuple[str, ...] = (
     "searchtome.fetch",  # fetch

@@ -26,9 +26,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .errors import SearchTomeError
-from .io import PathLike, read_json, read_parquet, sha256_file, write_json, write_parquet
-from .records import SPLITS, Book, Leaf, Paragraph, Qrel, Query, TocNode, Unit
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike, read_json, read_parquet, sha256_file, write_json, write_parquet
+from searchtome.records import SPLITS, Book, Leaf, Paragraph, Qrel, Query, TocNode, Unit
 
 FORMAT_VERSION = "searchtome-dataset-v1"
 
@@ -432,7 +432,7 @@ class Dataset:
     # -- queries -------------------------------------------------------------------------------
     def queries(self, split: str, book_id: str | None = None) -> list[Query]:
         if split not in SPLITS:
-            from .errors import unknown_name
+            from searchtome.errors import unknown_name
 
             raise unknown_name("split", split, SPLITS)
         return [
@@ -474,7 +474,7 @@ def load(source: PathLike) -> Dataset:
     """Open a dataset: a local folder, or ``hf://ORG/NAME[@REVISION]`` on the Hugging Face Hub."""
     text = str(source)
     if text.startswith("hf://"):
-        from .hub import download_dataset
+        from searchtome.hub import download_dataset
 
         return load(download_dataset(text))
     root = Path(source)

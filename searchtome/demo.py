@@ -77,8 +77,8 @@ def _say(message: str) -> None:
 
 def _up_to_date(submission: Path, config: Mapping[str, Any], dataset_revision: str) -> bool:
     """True when ``submission`` was produced from this dataset revision, config and version."""
-    from . import __version__
-    from .io import read_json
+    from searchtome import __version__
+    from searchtome.io import read_json
 
     meta_path = submission / "meta.json"
     if not meta_path.is_file():
@@ -94,9 +94,9 @@ def _up_to_date(submission: Path, config: Mapping[str, Any], dataset_revision: s
 
 def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) -> Path:
     """Run the demo into ``out``; returns the path of ``index.html``."""
-    from .build import BuildOptions, build
-    from .dataset import load
-    from .sample import render_sample, sample_dir
+    from searchtome.build import BuildOptions, build
+    from searchtome.dataset import load
+    from searchtome.sample import render_sample, sample_dir
 
     profile = profile or PROFILES["quick" if quick else "full"]
     out = Path(out)
@@ -128,7 +128,7 @@ def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) 
     times["build"] = time.monotonic() - t
     dataset = load(out / "data")
 
-    from .baselines.cli import dataset_facts, run_baseline
+    from searchtome.baselines.cli import dataset_facts, run_baseline
 
     revision = dataset_facts(dataset)["revision"]
     _say(f"[3/4] running {len(profile.baselines)} baselines → {out / 'submissions'}")
@@ -151,7 +151,7 @@ def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) 
         _say(f"  ({i}/{len(profile.baselines)}) {name}: {times[name]:.0f} s")
 
     _say(f"[4/4] scoring and rendering the leaderboard → {out / 'leaderboard'}")
-    from .leaderboard import build_leaderboard
+    from searchtome.leaderboard import build_leaderboard
 
     t = time.monotonic()
     result = build_leaderboard(dataset, out / "submissions", out / "leaderboard")

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import SearchTomeError
-from .records import Leaf, Paragraph, TocNode
-from .toc import InferMode, OutlineEntry, TocTree
+from searchtome.errors import SearchTomeError
+from searchtome.records import Leaf, Paragraph, TocNode
+from searchtome.toc import InferMode, OutlineEntry, TocTree
 
 if TYPE_CHECKING:
     import pymupdf
@@ -129,8 +129,8 @@ def _read_page(page: pymupdf.Page, flags: int) -> _Page:
 def read_pages(doc: pymupdf.Document, path: str | Path) -> list[_Page]:
     import pymupdf
 
-    from .pdf import page_error
-    from .settings import progress
+    from searchtome.pdf import page_error
+    from searchtome.settings import progress
 
     flags = pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_LIGATURES
     pages = []
@@ -627,7 +627,7 @@ def extract_doc(
     infer_toc: InferMode = False,
 ) -> Extraction:
     """:func:`extract_book` for an already opened document."""
-    from .toc import toc_from_doc
+    from searchtome.toc import toc_from_doc
 
     tree, entries = toc_from_doc(doc, path, book_id=book_id, infer=infer_toc)
     pages = read_pages(doc, path)
@@ -644,7 +644,7 @@ def extract_book(
     infer_toc: InferMode = False,
 ) -> Extraction:
     """ToC, leaf texts and paragraphs of the PDF at ``path`` (deterministic)."""
-    from .pdf import opened
+    from searchtome.pdf import opened
 
     with opened(path, password=password) as doc:
         return extract_doc(doc, path, book_id=book_id, infer_toc=infer_toc)
@@ -667,8 +667,8 @@ def write_extraction(extraction: Extraction, out_dir: str | Path) -> None:
 
     import pymupdf
 
-    from . import __version__
-    from .io import atomic_dir, sha256_file, write_json, write_jsonl
+    from searchtome import __version__
+    from searchtome.io import atomic_dir, sha256_file, write_json, write_jsonl
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -713,7 +713,7 @@ def write_extraction(extraction: Extraction, out_dir: str | Path) -> None:
 
 def read_extraction(out_dir: str | Path) -> Extraction:
     """Read what :func:`write_extraction` wrote; a mixed or damaged set is an error."""
-    from .io import read_json, read_jsonl, sha256_file
+    from searchtome.io import read_json, read_jsonl, sha256_file
 
     out = Path(out_dir)
     meta_path = out / META_FILE
@@ -744,7 +744,7 @@ def read_extraction(out_dir: str | Path) -> Extraction:
 
 
 def _extract_command(args: argparse.Namespace) -> int:
-    from .toc import infer_mode
+    from searchtome.toc import infer_mode
 
     extraction = extract_book(
         args.pdf, book_id=args.book_id, password=args.password, infer_toc=infer_mode(args)
@@ -768,7 +768,7 @@ def _extract_command(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from .toc import add_source_arguments
+    from searchtome.toc import add_source_arguments
 
     parser = subparsers.add_parser(
         "extract",

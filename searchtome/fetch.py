@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from . import __version__
-from .errors import OfflineError, SearchTomeError
-from .io import PathLike, read_json, write_json
-from .records import Book, Catalog, slugify
-from .settings import cache_dir, progress, require_online
+from searchtome import __version__
+from searchtome.errors import OfflineError, SearchTomeError
+from searchtome.io import PathLike, read_json, write_json
+from searchtome.records import Book, Catalog, slugify
+from searchtome.settings import cache_dir, progress, require_online
 
 log = logging.getLogger(__name__)
 
@@ -724,8 +724,8 @@ def _parse_ids(text: str | None) -> list[str] | None:
 def _run(args: argparse.Namespace) -> int:
     import sys
 
-    from .catalog import catalog_to_toml, load_catalog
-    from .io import atomic_write
+    from searchtome.catalog import catalog_to_toml, load_catalog
+    from searchtome.io import atomic_write
 
     catalog = load_catalog(args.catalog)
     ids = _parse_ids(args.books)

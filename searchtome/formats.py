@@ -74,9 +74,9 @@ def register(sub: Any) -> None:
 
 
 def _run_beir(args: argparse.Namespace) -> int:
-    from .beir import export_beir
-    from .errors import SearchTomeError
-    from .records import SPLITS
+    from searchtome.beir import export_beir
+    from searchtome.errors import SearchTomeError
+    from searchtome.records import SPLITS
 
     if args.no_pooled and args.no_per_book:
         raise SearchTomeError("--no-pooled and --no-per-book together leave nothing to write")
@@ -95,8 +95,8 @@ def _run_beir(args: argparse.Namespace) -> int:
 
 
 def _run_trec(args: argparse.Namespace) -> int:
-    from .beir import export_trec
-    from .records import SPLITS
+    from searchtome.beir import export_trec
+    from searchtome.records import SPLITS
 
     summary = export_trec(args.data, args.out, books=args.books, splits=args.splits or SPLITS)
     for split, n in summary["queries"].items():
@@ -105,7 +105,7 @@ def _run_trec(args: argparse.Namespace) -> int:
 
 
 def _run_repro(args: argparse.Namespace) -> int:
-    from .repro import import_repro
+    from searchtome.repro import import_repro
 
     result = import_repro(
         args.src, args.out, book=args.book, domain=args.domain, repository=args.repository

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SearchTomeError
-from .io import PathLike, dumps, read_json, sha256_text
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike, dumps, read_json, sha256_text
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,8 @@ def download_dataset(source: str) -> Path:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-    from .dataset import MANIFEST_FILE, verify_manifest
-    from .settings import hf_offline_env, offline
+    from searchtome.dataset import MANIFEST_FILE, verify_manifest
+    from searchtome.settings import hf_offline_env, offline
 
     repo, revision = parse_hf_source(source)
     hf_offline_env()
@@ -113,7 +113,7 @@ def _short(exc: BaseException) -> str:
 # -- licences --------------------------------------------------------------------------------------
 def redistribution_blockers(data_dir: PathLike) -> list[str]:
     """One line per book whose terms forbid publishing text derived from it."""
-    from .dataset import load
+    from searchtome.dataset import load
 
     ds = load(data_dir)
     out = []
@@ -193,7 +193,7 @@ def _human(n: int) -> str:
 
 def _user_text(card: str | None) -> str:
     """A card's hand-written body: everything outside the YAML header and the generated block."""
-    from .card import _BLOCK_RE
+    from searchtome.card import _BLOCK_RE
 
     if not card:
         return ""
@@ -212,8 +212,14 @@ def make_plan(
     remote_card: str | None = None,
 ) -> PublishPlan:
     """Everything a publish would upload, computed locally (no network)."""
-    from .card import build_card
-    from .dataset import CARD_FILE, FORMAT_VERSION, MANIFEST_FILE, file_hashes, verify_manifest
+    from searchtome.card import build_card
+    from searchtome.dataset import (
+        CARD_FILE,
+        FORMAT_VERSION,
+        MANIFEST_FILE,
+        file_hashes,
+        verify_manifest,
+    )
 
     root = Path(data_dir)
     if not _REPO_RE.match(repo_id):
@@ -369,9 +375,9 @@ def publish(
         RevisionNotFoundError,
     )
 
-    from .dataset import CARD_FILE, MANIFEST_FILE
-    from .io import atomic_write
-    from .settings import require_online
+    from searchtome.dataset import CARD_FILE, MANIFEST_FILE
+    from searchtome.io import atomic_write
+    from searchtome.settings import require_online
 
     # Everything that can fail locally fails before any network call.
     make_plan(

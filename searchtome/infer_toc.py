@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .records import TocNode
-from .toc import OutlineEntry
+from searchtome.records import TocNode
+from searchtome.toc import OutlineEntry
 
 if TYPE_CHECKING:
     import pymupdf
@@ -161,8 +161,8 @@ def _read_lines(doc: pymupdf.Document) -> tuple[list[_Line], set[tuple[int, int]
     """Every text line with its style, and the (page, block) pairs that are page furniture."""
     import pymupdf
 
-    from .extract import _Block, _Page, mark_furniture
-    from .settings import progress
+    from searchtome.extract import _Block, _Page, mark_furniture
+    from searchtome.settings import progress
 
     flags = (
         pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
@@ -507,7 +507,7 @@ class Agreement:
 
 
 def _title_key(title: str) -> str:
-    from .extract import _strip_label, norm
+    from searchtome.extract import _strip_label, norm
 
     return norm(_strip_label(title)) or norm(title)
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import SearchTomeError
+from searchtome.errors import SearchTomeError
 
 PathLike = str | os.PathLike[str]
 

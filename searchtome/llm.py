@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import SearchTomeError
+from searchtome.errors import SearchTomeError
 
 log = logging.getLogger(__name__)
 

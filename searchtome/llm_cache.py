@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SearchTomeError
-from .io import PathLike, atomic_write, dumps, stable_hash
-from .settings import cache_dir
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike, atomic_write, dumps, stable_hash
+from searchtome.settings import cache_dir
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SearchTomeError
+from searchtome.errors import SearchTomeError
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ def local_server(
     """Start the local server with SmolLM2 (or ``model_dir``), yield it, stop it."""
     _check_serving_extra()
     if model_dir is None:
-        from .models import smollm2_path
+        from searchtome.models import smollm2_path
 
         model_dir = smollm2_path()
         label, note = SMOLLM2_LABEL, SMOLLM2_NOTE
@@ -185,7 +185,7 @@ def local_server(
         note = f"Questions were generated offline by the local model {label}."
     port = port or free_port()
     base = f"http://127.0.0.1:{port}"
-    from .settings import cache_dir
+    from searchtome.settings import cache_dir
 
     log_fd, log_name = tempfile.mkstemp(
         prefix=f"serve-{port}-", suffix=".log", dir=cache_dir("logs")

@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import SearchTomeError, unknown_name
-from .records import Run
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.records import Run
 
 if TYPE_CHECKING:
-    from .dataset import Dataset
+    from searchtome.dataset import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     @classmethod
     def from_dataset(cls, dataset: Dataset | str | Path, split: str = "test") -> Qrels:
         """The gold leaf of every query of ``split`` (relevance 1), in the dataset's query order."""
-        from .dataset import Dataset, load
+        from searchtome.dataset import Dataset, load
 
         ds = dataset if isinstance(dataset, Dataset) else load(dataset)
         return cls({q.query_id: {q.leaf_id: 1} for q in ds.queries(split)}, name=f"{split}")
@@ -216,7 +216,7 @@ class Qrels(Mapping[str, Mapping[str, int]]):
         raise SearchTomeError(f"{path}: the qrels file is empty")
 
     def to_trec(self, path: str | Path) -> Path:
-        from .io import atomic_write
+        from searchtome.io import atomic_write
 
         with atomic_write(path) as fh:
             for qid, docs in self._data.items():

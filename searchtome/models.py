@@ -16,8 +16,8 @@ import importlib.util
 import logging
 from pathlib import Path
 
-from .errors import SearchTomeError
-from .settings import cache_dir, hf_offline_env
+from searchtome.errors import SearchTomeError
+from searchtome.settings import cache_dir, hf_offline_env
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def smollm2_path() -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .io import atomic_dir, commit_dir
+    from searchtome.io import atomic_dir, commit_dir
 
     tmp = atomic_dir(target)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import SearchTomeError
+from searchtome.errors import SearchTomeError
 
 if TYPE_CHECKING:
     import pymupdf

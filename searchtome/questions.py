@@ -31,11 +31,11 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from .errors import SearchTomeError, unknown_name
-from .io import sha256_text
-from .llm import ChatClient, SamplingParams
-from .llm_cache import CacheKey, ResponseCache
-from .records import Unit
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.io import sha256_text
+from searchtome.llm import ChatClient, SamplingParams
+from searchtome.llm_cache import CacheKey, ResponseCache
+from searchtome.records import Unit
 
 log = logging.getLogger(__name__)
 
@@ -524,7 +524,7 @@ class QuestionGenerator:
         self, units: Sequence[Unit], on_done: Callable[[UnitOutcome], None] | None = None
     ) -> list[UnitOutcome]:
         """Every unit (concurrency comes from the client); outcomes in ``units`` order."""
-        from .llm import gather_or_cancel
+        from searchtome.llm import gather_or_cancel
 
         async def one(unit: Unit) -> UnitOutcome:
             outcome = await self.generate_unit(unit)

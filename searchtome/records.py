@@ -109,7 +109,7 @@ class Catalog(_Record):
         for book in self.books:
             if book.book_id == book_id:
                 return book
-        from .errors import unknown_name
+        from searchtome.errors import unknown_name
 
         raise unknown_name("book", book_id, [b.book_id for b in self.books])
 

@@ -281,7 +281,7 @@ def render_book(spec: BookSpec, path: str | Path) -> RenderedBook:
     """Lay ``spec`` out as a PDF at ``path`` (overwritten) and return what went where."""
     import pymupdf
 
-    from .io import atomic_write
+    from searchtome.io import atomic_write
 
     if not spec.sections:
         raise ValueError("a book needs at least one section")

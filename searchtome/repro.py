@@ -33,11 +33,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .dataset import BookInfo, write_dataset, write_manifest
-from .errors import SearchTomeError
-from .io import PathLike, atomic_dir, commit_dir, read_json, read_jsonl, sha256_file, write_json
-from .records import BOOK_ID_RE, SPLITS, Book, Leaf, Paragraph, Query, TocNode, Unit, node_id
+from searchtome import __version__
+from searchtome.dataset import BookInfo, write_dataset, write_manifest
+from searchtome.errors import SearchTomeError
+from searchtome.io import (
+    PathLike,
+    atomic_dir,
+    commit_dir,
+    read_json,
+    read_jsonl,
+    sha256_file,
+    write_json,
+)
+from searchtome.records import (
+    BOOK_ID_RE,
+    SPLITS,
+    Book,
+    Leaf,
+    Paragraph,
+    Query,
+    TocNode,
+    Unit,
+    node_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +102,7 @@ def _find_book(data: Path, book: str | None) -> str:
     books = sorted(p.name for p in (data / "splits").iterdir() if p.is_dir())
     if book is not None:
         if book not in books:
-            from .errors import unknown_name
+            from searchtome.errors import unknown_name
 
             raise unknown_name(f"book in {data / 'splits'}", book, books)
         return book
@@ -187,7 +205,7 @@ def _book_metadata(
 ) -> Book:
     book: Book | None = None
     try:
-        from .catalog import load_catalog  # written by the catalog owner; optional here
+        from searchtome.catalog import load_catalog  # written by the catalog owner; optional here
     except ImportError:
         log.info("no packaged catalog yet; using the release's MANIFEST.md for %s", book_id)
     else:
@@ -523,7 +541,7 @@ def import_repro(
         write_json(tmp / ID_MAP_FILE, id_map)
         write_manifest(tmp, info)
         if write_card:
-            from .card import write_card as _write_card
+            from searchtome.card import write_card as _write_card
 
             _write_card(tmp)
         commit_dir(tmp, out)

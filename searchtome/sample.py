@@ -25,9 +25,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import SearchTomeError
-from .io import PathLike, read_json, sha256_text, stable_hash, write_json
-from .records import Book, Catalog, node_id
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike, read_json, sha256_text, stable_hash, write_json
+from searchtome.records import Book, Catalog, node_id
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def sample_dir() -> Path:
 
 def sample_catalog() -> Catalog:
     """The sample corpus as a catalog (validated like any user catalog)."""
-    from .catalog import load_catalog
+    from searchtome.catalog import load_catalog
 
     return load_catalog(sample_dir() / "catalog.toml")
 
@@ -202,7 +202,7 @@ def render_spec(sample: SampleBook) -> Any:
     Chapters print as "Chapter N Title" and sections as "N.M Title" while the outline keeps the
     bare titles, as many real books do; a title page precedes the first chapter.
     """
-    from . import render
+    from searchtome import render
 
     def convert(section: SampleSection, ordinal: tuple[int, ...]) -> Any:
         if len(ordinal) == 1:
@@ -236,7 +236,7 @@ def _render_key(sample: SampleBook) -> str:
     """Everything the PDF bytes depend on: content, renderer code, PyMuPDF version."""
     import pymupdf
 
-    from . import render
+    from searchtome import render
 
     renderer = Path(render.__file__).read_bytes()
     return stable_hash(
@@ -255,15 +255,15 @@ def render_sample(out_dir: PathLike, book_ids: list[str] | None = None) -> dict[
     depends on (source text, catalog entry, renderer version) and the PDF's own SHA-256; a PDF
     is re-rendered when either no longer matches.
     """
-    from . import render
-    from .io import sha256_file
+    from searchtome import render
+    from searchtome.io import sha256_file
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     books = load_sample_books()
     if book_ids is not None:
         known = {b.book_id: b for b in books}
-        from .errors import unknown_name
+        from searchtome.errors import unknown_name
 
         for book_id in book_ids:
             if book_id not in known:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import OfflineError
+from searchtome.errors import OfflineError
 
 T = TypeVar("T")
 log = logging.getLogger("searchtome")

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SearchTomeError, unknown_name
-from .io import PathLike, sha256_file
-from .records import SPLITS
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.io import PathLike, sha256_file
+from searchtome.records import SPLITS
 
 PAPER_COUNTS = {"train": 1056, "dev": 388, "test": 1746}
 DEFAULT_RATIOS: dict[str, float] = {s: PAPER_COUNTS[s] / sum(PAPER_COUNTS.values()) for s in SPLITS}

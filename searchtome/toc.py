@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import SearchTomeError
-from .records import BOOK_ID_RE, TocNode, node_id, slugify
+from searchtome.errors import SearchTomeError
+from searchtome.records import BOOK_ID_RE, TocNode, node_id, slugify
 
 if TYPE_CHECKING:
     import pymupdf
@@ -384,7 +384,7 @@ def toc_from_doc(
     if mode != "always":
         entries, warns = outline_entries(doc, path)
     source: Source = "outline"
-    from .pdf import is_damaged
+    from searchtome.pdf import is_damaged
 
     damaged = is_damaged(doc)
     if damaged:
@@ -400,7 +400,7 @@ def toc_from_doc(
                 f"{path}: has no outline (bookmarks), so there is no ToC to read; "
                 "add --infer-toc to infer one from headings on the pages"
             )
-        from .infer_toc import infer_entries
+        from searchtome.infer_toc import infer_entries
 
         entries, warns = infer_entries(doc, path)
         source = "inferred"
@@ -429,7 +429,7 @@ def read_toc(
     ``infer``: ``False`` requires an outline; ``True``/``"auto"`` infers headings from the page
     layout when there is none; ``"always"`` ignores the outline and infers.
     """
-    from .pdf import opened
+    from searchtome.pdf import opened
 
     with opened(path, password=password) as doc:
         tree, _ = toc_from_doc(doc, path, book_id=book_id, infer=infer)
@@ -483,7 +483,7 @@ def infer_mode(args: argparse.Namespace) -> InferMode:
 
 
 def _toc_command(args: argparse.Namespace) -> int:
-    from .io import dumps
+    from searchtome.io import dumps
 
     tree = read_toc(args.pdf, book_id=args.book_id, password=args.password, infer=infer_mode(args))
     if args.json:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .errors import SearchTomeError
-from .records import Leaf, Paragraph, Unit, book_of
+from searchtome.errors import SearchTomeError
+from searchtome.records import Leaf, Paragraph, Unit, book_of
 
 DEFAULT_MIN_CHARS = 150
 DEFAULT_DROP_BELOW = 40

@@ -52,7 +52,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from searchtome.dataset import load
 
-    from .validate import validate_submission
+    from searchtome.submissions.validate import validate_submission
 
     dataset = load(args.data)
     reports = []

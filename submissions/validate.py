@@ -25,7 +25,7 @@ from searchtome.dataset import Dataset, load
 from searchtome.io import PathLike
 from searchtome.records import Submission, TocNode
 
-from .format import DEFAULT_LIMITS, MAX_IDS, Limits, Problem, RunFormat, load_submission
+from searchtome.submissions.format import DEFAULT_LIMITS, MAX_IDS, Limits, Problem, RunFormat, load_submission
 
 
 @dataclass
