@@ -115,7 +115,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _model_identity(model: str, revision: str | None) -> dict[str, Any]:
     """What names the weights: a local folder by its config and file sizes, else name+revision."""
-    from searchtome.models import resolve
+    from searchtome.llm.models import resolve
 
     path = Path(resolve(model))
     if path.is_dir():
@@ -228,7 +228,7 @@ class Encoder:
         c = self.config
         key = ("tokenizer", c.model, c.revision, c.trust_remote_code)
         if key not in _LOADED:
-            from searchtome.models import resolve
+            from searchtome.llm.models import resolve
             from searchtome.settings import hf_offline_env
 
             hf_offline_env()
@@ -275,7 +275,7 @@ class Encoder:
         return _LOADED[key]
 
     def _load_model(self) -> Any:
-        from searchtome.models import resolve
+        from searchtome.llm.models import resolve
         from searchtome.settings import hf_offline_env
 
         hf_offline_env()

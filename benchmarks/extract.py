@@ -30,7 +30,7 @@ def bare_pass(path: Path) -> int:
 
 
 def full_extraction(path: Path) -> tuple[int, int, int]:
-    from searchtome.extract import extract_book
+    from searchtome.ingest.extract import extract_book
 
     ex = extract_book(path)
     return len(ex.toc.nodes), len(ex.leaves), len(ex.paragraphs)

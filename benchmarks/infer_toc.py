@@ -2,9 +2,9 @@
 
     python benchmarks/infer_toc.py [PDF_DIR]      # prints a markdown table
 
-Reference: the PDF's own outline (read with ``searchtome.toc.read_toc``). The inferred ToC is
+Reference: the PDF's own outline (read with ``searchtome.ingest.toc.read_toc``). The inferred ToC is
 computed with the outline ignored (``infer="always"``). A leaf matches when its title agrees
-(numbering aside, see ``searchtome.infer_toc.titles_match``) and its page is within one page;
+(numbering aside, see ``searchtome.ingest.infer_toc.titles_match``) and its page is within one page;
 matching is one-to-one. "entry" columns do the same over all entries, leaf or not, which does
 not penalise a tree that is deeper or shallower than the outline. PDFs without an outline are
 listed with the size of the tree inferred for them.
@@ -26,9 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pdf_dir", nargs="?", type=Path, default=DEFAULT_DIR)
     args = parser.parse_args(argv)
     from searchtome.errors import SearchTomeError
-    from searchtome.infer_toc import entry_agreement, leaf_agreement
+    from searchtome.ingest.infer_toc import entry_agreement, leaf_agreement
+    from searchtome.ingest.toc import read_toc
     from searchtome.settings import set_progress
-    from searchtome.toc import read_toc
 
     set_progress(False)
     pdfs = sorted(args.pdf_dir.glob("*.pdf"))

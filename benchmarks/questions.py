@@ -10,7 +10,7 @@ against it:
 * ``generator``: the full ``QuestionGenerator`` path a build uses: prompt rendering, cache lookup,
   the request, a committed SQLite write per reply, reply parsing.
 
-Target: >= 80 % of ideal at concurrency 16. The server (``tests/fake_openai.py``) runs in its own
+Target: >= 80 % of ideal at concurrency 16. The server (``tests/fixtures/fake_openai.py``) runs in its own
 process so its threads do not compete with the client for the GIL.
 """
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_openai", "--latency", str(latency)],
+        [sys.executable, "-m", "tests.fixtures.fake_openai", "--latency", str(latency)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -42,7 +42,7 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
 
 
 def run_client(base_url: str, concurrency: int, n: int) -> float:
-    from searchtome.llm import ChatClient, ChatRequest, ClientConfig
+    from searchtome.llm.client import ChatClient, ChatRequest, ClientConfig
 
     client = ChatClient(ClientConfig(base_url=base_url, model="bench", concurrency=concurrency))
     requests = [
@@ -57,9 +57,9 @@ def run_client(base_url: str, concurrency: int, n: int) -> float:
 
 
 def run_generator(base_url: str, concurrency: int, n: int, tag: str) -> float:
-    from searchtome.llm import ChatClient, ClientConfig
-    from searchtome.llm_cache import ResponseCache
-    from searchtome.questions import GenerationConfig, QuestionGenerator
+    from searchtome.generate.questions import GenerationConfig, QuestionGenerator
+    from searchtome.llm.cache import ResponseCache
+    from searchtome.llm.client import ChatClient, ClientConfig
     from searchtome.records import Unit
 
     cfg = ClientConfig(base_url=base_url, model="bench", concurrency=concurrency)

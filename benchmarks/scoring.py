@@ -20,7 +20,7 @@ import time
 import numpy as np
 from searchtome.leaderboard.significance import compare
 
-from searchtome.metrics import Qrels, evaluate_arrays
+from searchtome.metrics.measures import Qrels, evaluate_arrays
 from searchtome.records import Run
 
 SCORED = ("R@1", "R@3", "R@5", "nDCG@3", "RR@10")

@@ -69,13 +69,13 @@ def load_nodes(args: argparse.Namespace) -> list:
     if args.toc_json:
         rows = json.loads(Path(args.toc_json).read_text(encoding="utf-8"))
         return [TocNode.from_dict(r) for r in rows]
-    from searchtome.toc import read_toc
+    from searchtome.ingest.toc import read_toc
 
     return list(read_toc(args.pdf).nodes)
 
 
 def load_model(args: argparse.Namespace):
-    from searchtome.baselines.llm_engine import LM, load_lm, pick_device, pick_dtype
+    from searchtome.baselines.generative.engine import LM, load_lm, pick_device, pick_dtype
 
     if not args.random_init:
         return load_lm(args.model, dtype=args.dtype, device=args.device)
@@ -97,7 +97,7 @@ def load_model(args: argparse.Namespace):
 def same_order(a: dict[str, float], b: dict[str, float], tol: float) -> tuple[bool, bool]:
     """``(identical, identical up to ties)``: b's ranking equals a's exactly, or differs only
     between leaves whose scores are within ``tol`` of each other."""
-    from searchtome.baselines.llm_engine import rank_from_scores
+    from searchtome.baselines.generative.engine import rank_from_scores
 
     ra = [k for k, _ in rank_from_scores(a)]
     rb = [k for k, _ in rank_from_scores(b)]
@@ -140,14 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _import_baselines()
     import torch
-    from searchtome.baselines.llm_common import (
+    from searchtome.baselines.generative.common import (
         STAIR_INSTRUCTION,
         PromptTemplate,
         TokenTrie,
         leaf_identifiers,
         serialize_toc,
     )
-    from searchtome.baselines.llm_engine import (
+    from searchtome.baselines.generative.engine import (
         beam_search,
         rank_from_scores,
         score_trie,
@@ -297,7 +297,7 @@ def train_check(lm, prefix_ids, trie, idents) -> dict:
     import tempfile
 
     import torch
-    from searchtome.baselines.llm_train import (
+    from searchtome.baselines.generative.train import (
         Example,
         LoraSettings,
         TrainSettings,

@@ -20,9 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from searchtome.dataset import Dataset
+from searchtome.dataset.layout import Dataset
 from searchtome.errors import SearchTomeError
-from searchtome.metrics import DEFAULT_MEASURES, Qrels, evaluate_arrays, measure_names, tied_queries
+from searchtome.metrics.measures import (
+    DEFAULT_MEASURES,
+    Qrels,
+    evaluate_arrays,
+    measure_names,
+    tied_queries,
+)
 from searchtome.records import Run, Submission
 
 log = logging.getLogger(__name__)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from searchtome.version import __version__
 
 if TYPE_CHECKING:
-    from searchtome.dataset import Dataset
+    from searchtome.dataset.layout import Dataset
 
 
 def load(source: str) -> Dataset:
     """Open a SearchTome dataset: a local folder or ``hf://ORG/NAME[@REVISION]``."""
-    from searchtome.dataset import load as _load
+    from searchtome.dataset.layout import load as _load
 
     return _load(source)
 

@@ -14,21 +14,21 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from searchtome import __version__
 from searchtome.errors import SearchTomeError
 from searchtome.settings import set_progress, setup_logging
+from searchtome.version import __version__
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "searchtome.fetch",  # fetch
-    "searchtome.toc",  # toc
-    "searchtome.extract",  # extract
-    "searchtome.build",  # build, cache
-    "searchtome.formats",  # export, import
-    "searchtome.hub",  # publish
-    "searchtome.submissions.cli",  # validate
-    "searchtome.leaderboard.cli",  # score, compare, leaderboard
-    "searchtome.baselines.cli",  # run, ls
-    "searchtome.demo",  # demo
+    "searchtome.ingest.fetch",  # fetch
+    "searchtome.ingest.toc",  # toc
+    "searchtome.ingest.extract",  # extract
+    "searchtome.generate.build",  # build, cache
+    "searchtome.commands.formats",  # export, import
+    "searchtome.dataset.publish",  # publish
+    "searchtome.commands.validate",  # validate
+    "searchtome.commands.scoring",  # score, compare, leaderboard
+    "searchtome.commands.baselines",  # run, ls
+    "searchtome.commands.demo",  # demo
 )
 
 

@@ -234,7 +234,7 @@ class Run:
     """A ranked list of ids per query (ranx/ir_measures style).
 
     ``rankings[qid]`` is best first. ``scores`` is optional and, when given, parallel to the
-    rankings. The order of ``rankings`` is authoritative: see ``searchtome.metrics`` for the tie
+    rankings. The order of ``rankings`` is authoritative: see ``searchtome.metrics.measures`` for the tie
     rule applied when a run is built from scores.
     """
 

@@ -4,7 +4,7 @@ A submission folder holds ``predictions.jsonl`` (or ``predictions.jsonl.gz``) an
 Each predictions line is ``{"query_id": str, "leaf_ids": [str, ...], "scores": [number, ...]}``:
 ranked best first, at most :data:`MAX_IDS` ids, ``scores`` optional and parallel to ``leaf_ids``.
 A TREC run file (``qid Q0 docno rank score tag``) is accepted wherever a submission is read; the
-format is told from the content (``run_format="trec"`` forces it). See ``searchtome.metrics`` for
+format is told from the content (``run_format="trec"`` forces it). See ``searchtome.metrics.measures`` for
 the tie rule.
 
 Reading is defensive: file size, decompressed size and line length are capped before anything is
@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, atomic_write, dumps
-from searchtome.metrics import TIE_RULE, count_ties, order_by_score
+from searchtome.metrics.measures import TIE_RULE, count_ties, order_by_score
 from searchtome.records import Run, Submission
 
 log = logging.getLogger(__name__)
@@ -945,7 +945,7 @@ def make_meta(
     import platform
     import sys
 
-    from searchtome import __version__
+    from searchtome.version import __version__
 
     meta: dict[str, Any] = {
         "system": system,

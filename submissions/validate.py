@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from searchtome.dataset import Dataset, load
+from searchtome.dataset.layout import Dataset, load
 from searchtome.io import PathLike
 from searchtome.records import Submission, TocNode
 

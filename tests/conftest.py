@@ -1,6 +1,6 @@
 """Shared fixtures: an isolated cache root and a small synthetic dataset.
 
-The synthetic dataset is written with the real :func:`searchtome.dataset.write_dataset`, so every
+The synthetic dataset is written with the real :func:`searchtome.dataset.layout.write_dataset`, so every
 part (scorer, baselines, exporters) can be tested before a real build exists. Each leaf has its
 own vocabulary, so a lexical retriever can find it and a random one cannot.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from searchtome.dataset import BookInfo, write_dataset, write_manifest
+from searchtome.dataset.layout import BookInfo, write_dataset, write_manifest
 from searchtome.records import Book, Leaf, Paragraph, Query, TocNode, Unit, node_id
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"

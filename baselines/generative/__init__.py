@@ -1,0 +1,1 @@
+"""Generative retrievers (STAIR, DSI, zero-shot LLM): prompts, the LM engine, training and decoding."""

@@ -1,0 +1,377 @@
+"""LoRA fine-tuning of a causal LM on (prompt → leaf identifier) examples (needs the ml extra).
+
+* Examples of one book share the prompt prefix (instruction + title + ToC). A step takes
+  ``batch_size`` examples of one book, fed ``pack`` at a time as batch rows that all read the
+  same prefix keys/values (:class:`~searchtome.baselines.generative.engine.TreeCache`): the prefix is
+  computed once per step, not once per example, and every example attends only to the prefix
+  and to itself — the same attention it would get alone. With ``adapt_toc=True`` (the paper's setting) the prefix is part
+  of the trained sequence and LoRA adapts how the ToC is read; with ``adapt_toc=False`` its
+  key/value states come from the frozen base model, are computed once per book and reused by
+  every step (several times cheaper on CPU; inference then uses the same frozen prefix).
+* Loss: cross-entropy on the identifier tokens and the closing EOS only, averaged over tokens.
+* AdamW, linear warm-up then linear decay, gradient clipping; model selection by dev R@1
+  after every ``eval_every`` epochs, early stopping after ``patience`` evaluations without
+  improvement; the best adapter is kept.
+* Resumable: after every epoch the adapter, optimizer, scheduler and RNG states go to
+  ``state.pt`` in the run's work folder (atomically); a rerun continues from there.
+* Several GPUs: launch with ``accelerate launch``; each process takes every N-th batch and the
+  LoRA gradients are averaged across processes before each optimizer step.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from searchtome.baselines.generative.common import LORA_TARGETS
+from searchtome.baselines.generative.engine import LM, PrefixKV, TreeCache
+
+from searchtome.errors import SearchTomeError
+from searchtome.settings import progress
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "state.pt"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training pair: a query (or passage) suffix and its identifier tokens + EOS."""
+
+    book_id: str
+    suffix: tuple[int, ...]
+    target: tuple[int, ...]
+    kind: str = "query"
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    layers: int = 0  # adapt only the top N transformer layers (0 = all)
+    targets: tuple[str, ...] = LORA_TARGETS
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    lr: float = 2e-4
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.1
+    batch_size: int = 16
+    pack: int = 8
+    group: int = 0
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    max_epochs: int = 200
+    patience: int = 20
+    eval_every: int = 1
+    adapt_toc: bool = True
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class TrainReport:
+    epochs: int = 0
+    best_epoch: int = 0
+    best_dev_r1: float | None = None
+    steps: int = 0
+    seconds: float = 0.0
+    stopped: str = ""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    resumed_from: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def attach_lora(lm: LM, lora: LoraSettings, seed: int) -> None:
+    """Wrap the model with a fresh LoRA adapter (initialised from ``seed``)."""
+    from peft import LoraConfig, get_peft_model
+
+    names = {n.rsplit(".", 1)[-1] for n, _ in lm.model.named_modules()}
+    targets = [t for t in lora.targets if t in names]
+    if not targets:
+        raise SearchTomeError(
+            f"none of the LoRA target modules {list(lora.targets)} exist in {lm.name}; "
+            f"set lora_targets to module names of this model"
+        )
+    extra: dict[str, Any] = {}
+    if lora.layers:
+        n_layers = int(lm.model.config.get_text_config().num_hidden_layers)
+        first = max(n_layers - lora.layers, 0)
+        # Frozen lower layers also spare the backward pass through them.
+        extra["layers_to_transform"] = list(range(first, n_layers))
+    torch.manual_seed(seed)
+    config = LoraConfig(
+        **extra,
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=targets,
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    lm.peft = get_peft_model(lm.model, config)
+    lm.model = lm.peft.get_base_model()
+    lm.model.eval()  # the new LoRA dropout modules start in training mode
+
+
+def load_adapter(lm: LM, path: Path) -> None:
+    from peft import PeftModel
+
+    lm.peft = PeftModel.from_pretrained(lm.model, str(path))
+    lm.model = lm.peft.get_base_model()
+    lm.model.eval()
+
+
+def lora_state(lm: LM) -> dict[str, torch.Tensor]:
+    from peft import get_peft_model_state_dict
+
+    return {k: v.detach().clone().cpu() for k, v in get_peft_model_state_dict(lm.peft).items()}
+
+
+def set_lora_state(lm: LM, state: Mapping[str, torch.Tensor]) -> None:
+    from peft import set_peft_model_state_dict
+
+    set_peft_model_state_dict(lm.peft, dict(state))
+
+
+def _segments_loss(
+    lm: LM, batch: Sequence[Example], prefix: PrefixKV, group: int
+) -> tuple[torch.Tensor, int]:
+    """Summed token cross-entropy of examples after the shared prefix, ``group`` examples per
+    batch row (each a separate branch of the row's tree)."""
+    from searchtome.baselines.generative.engine import auto_group
+
+    g = auto_group(lm, group, len(batch))
+    tokens, parents, keep, labels = [], [], [], []
+    for lo in range(0, len(batch), g):
+        row_t: list[int] = []
+        row_p: list[int] = []
+        row_k: list[int] = []
+        for ex in batch[lo : lo + g]:
+            seg = list(ex.suffix) + list(ex.target[:-1])
+            start = len(row_t)
+            row_t.extend(seg)
+            row_p.extend([-1, *range(start, start + len(seg) - 1)])
+            first = start + len(ex.suffix) - 1
+            row_k.extend(range(first, first + len(ex.target)))
+            labels.extend(ex.target)
+        tokens.append(row_t)
+        parents.append(row_p)
+        keep.append(row_k)
+    logits = TreeCache(lm, prefix, rows=len(tokens)).extend(tokens, parents, keep=keep)
+    target = torch.tensor(labels, device=logits.device)
+    loss = torch.nn.functional.cross_entropy(logits.float(), target, reduction="sum")
+    return loss, len(labels)
+
+
+def batch_loss_backward(
+    lm: LM,
+    batch: Sequence[Example],
+    prefix_ids: Sequence[int],
+    frozen_prefix: PrefixKV | None,
+    *,
+    pack: int,
+    group: int = 0,
+    scale: float = 1.0,
+) -> tuple[float, int]:
+    """Backpropagate the mean token cross-entropy of one book's batch; ``(loss, tokens)``.
+
+    The batch is fed ``pack`` examples per forward pass, ``group`` examples per batch row (see
+    :func:`~searchtome.baselines.generative.engine.auto_group`), all rows reading the same prefix. With ``frozen_prefix`` each pack is backpropagated at once;
+    otherwise the prefix is computed once with gradients, every pack attends to it, and one
+    backward pass runs through the prefix at the end.
+    """
+    n_tokens = sum(len(ex.target) for ex in batch)
+    packs = [batch[i : i + pack] for i in range(0, len(batch), pack)]
+    total = 0.0
+    if frozen_prefix is not None:
+        for part in packs:
+            loss, _ = _segments_loss(lm, part, frozen_prefix, group)
+            (loss * (scale / n_tokens)).backward()
+            total += float(loss.detach())
+        return total / n_tokens, n_tokens
+    ids = torch.tensor([list(prefix_ids)], device=lm.device)
+    from searchtome.baselines.generative.engine import kv_of, new_cache
+
+    _, cache = lm.forward(ids, cache=new_cache(lm.model.config), keep=ids.new_tensor([0]))
+    prefix = PrefixKV(kv_of(cache), len(prefix_ids))
+    losses = []
+    for part in packs:
+        loss, _ = _segments_loss(lm, part, prefix, group)
+        losses.append(loss)
+    summed = torch.stack(losses).sum()
+    (summed * (scale / n_tokens)).backward()
+    return float(summed.detach()) / n_tokens, n_tokens
+
+
+def _batches(
+    examples: Sequence[Example], batch_size: int, rng: random.Random
+) -> list[list[Example]]:
+    by_book: dict[str, list[Example]] = {}
+    for ex in examples:
+        by_book.setdefault(ex.book_id, []).append(ex)
+    batches = []
+    for book in sorted(by_book):
+        items = list(by_book[book])
+        rng.shuffle(items)
+        batches.extend(items[i : i + batch_size] for i in range(0, len(items), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def _distributed() -> tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def train(
+    lm: LM,
+    examples: Sequence[Example],
+    prefixes: Mapping[str, Sequence[int]],
+    settings: TrainSettings,
+    *,
+    seed: int,
+    evaluate: Callable[[LM], float] | None,
+    work_dir: Path,
+) -> TrainReport:
+    """Train the attached LoRA adapter; leaves the best adapter (by ``evaluate``) in place."""
+    from transformers import get_linear_schedule_with_warmup
+
+    from searchtome.io import atomic_write
+
+    if lm.peft is None:
+        raise SearchTomeError("attach a LoRA adapter before training")
+    if not examples:
+        raise SearchTomeError("no training examples: the train split of these books is empty")
+    rank, world = _distributed()
+    trainable = [p for p in lm.model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=settings.weight_decay)
+    steps_per_epoch = math.ceil(
+        len(_batches(examples, settings.batch_size, random.Random(0))) / world / settings.grad_accum
+    )
+    total = max(1, steps_per_epoch * settings.max_epochs)
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, int(settings.warmup_ratio * total), total
+    )
+    if settings.gradient_checkpointing:
+        lm.model.gradient_checkpointing_enable()
+        lm.model.enable_input_require_grads()
+
+    frozen: dict[str, PrefixKV] = {}
+    if not settings.adapt_toc:
+        with lm.adapter_disabled():
+            for book in sorted(prefixes):
+                frozen[book] = lm.prefix_cache(prefixes[book])
+
+    report = TrainReport()
+    best_state: dict[str, torch.Tensor] | None = None
+    bad_evals = 0
+    start_epoch = 1
+    state_path = work_dir / STATE_FILE
+    if state_path.is_file():
+        saved = torch.load(state_path, map_location="cpu", weights_only=False)
+        set_lora_state(lm, saved["lora"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        report = TrainReport(**saved["report"])
+        best_state = saved["best"]
+        bad_evals = saved["bad_evals"]
+        start_epoch = report.epochs + 1
+        report.resumed_from = report.epochs
+        torch.set_rng_state(saved["torch_rng"])
+        log.info("resuming training after epoch %d from %s", report.epochs, state_path)
+        if report.stopped:
+            start_epoch = settings.max_epochs + 1
+
+    began = time.perf_counter() - report.seconds
+    for epoch in range(start_epoch, settings.max_epochs + 1):
+        lm.model.train()
+        batches = _batches(examples, settings.batch_size, random.Random(seed * 100003 + epoch))
+        mine = batches[rank::world]
+        total_loss, total_tokens = 0.0, 0
+        optimizer.zero_grad(set_to_none=True)
+        bar = progress(mine, desc=f"epoch {epoch}", unit="batch", leave=False)
+        for i, batch in enumerate(bar, 1):
+            loss, n = batch_loss_backward(
+                lm,
+                batch,
+                prefixes[batch[0].book_id],
+                frozen.get(batch[0].book_id),
+                pack=settings.pack,
+                group=settings.group,
+                scale=1.0 / settings.grad_accum,
+            )
+            total_loss += loss * n
+            total_tokens += n
+            if i % settings.grad_accum == 0 or i == len(mine):
+                if world > 1:
+                    for p in trainable:
+                        if p.grad is not None:
+                            torch.distributed.all_reduce(p.grad)
+                            p.grad /= world
+                torch.nn.utils.clip_grad_norm_(trainable, settings.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                report.steps += 1
+        lm.model.eval()
+        row: dict[str, Any] = {
+            "epoch": epoch,
+            "train_loss": total_loss / max(total_tokens, 1),
+            "lr": scheduler.get_last_lr()[0],
+        }
+        report.epochs = epoch
+        if evaluate is not None and (
+            epoch % settings.eval_every == 0 or epoch == settings.max_epochs
+        ):
+            dev = evaluate(lm)
+            row["dev_r1"] = dev
+            if report.best_dev_r1 is None or dev > report.best_dev_r1:
+                report.best_dev_r1, report.best_epoch = dev, epoch
+                best_state = lora_state(lm)
+                bad_evals = 0
+            else:
+                bad_evals += 1
+            if bad_evals >= settings.patience:
+                report.stopped = f"early stop: no dev R@1 gain in {bad_evals} evaluations"
+        elif evaluate is None:
+            best_state, report.best_epoch = lora_state(lm), epoch
+        report.seconds = time.perf_counter() - began
+        row["seconds"] = round(report.seconds, 1)
+        report.history.append(row)
+        log.info("epoch %d: %s", epoch, row)
+        if rank == 0:
+            with atomic_write(state_path, "wb") as fh:
+                torch.save(
+                    {
+                        "lora": lora_state(lm),
+                        "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(),
+                        "report": copy.deepcopy(report.to_dict()),
+                        "best": best_state,
+                        "bad_evals": bad_evals,
+                        "torch_rng": torch.get_rng_state(),
+                    },
+                    fh,
+                )
+        if report.stopped:
+            break
+    if not report.stopped:
+        report.stopped = f"reached max_epochs={settings.max_epochs}"
+    if best_state is not None:
+        set_lora_state(lm, best_state)
+    lm.model.eval()
+    report.seconds = time.perf_counter() - began
+    return report

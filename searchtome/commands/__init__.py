@@ -1,0 +1,3 @@
+"""The command layer: argparse parsers and the functions behind each ``searchtome`` subcommand.
+
+The only layer that may import argparse; every module here has ``register(subparsers)``."""

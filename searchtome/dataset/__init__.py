@@ -1,0 +1,15 @@
+"""The dataset: its layout and schemas, loading, the card, publishing and exports.
+
+>>> from searchtome.dataset import load
+>>> ds = load("data/whole-child")  # or "hf://ORG/NAME@REVISION"
+"""
+
+from __future__ import annotations
+
+from searchtome.lazy import lazy_exports
+
+_EXPORTS = {"BookInfo": "layout", "Dataset": "layout", "load": "layout"}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -1,0 +1,1 @@
+"""Dataset generation: build options, the build pipeline, units, questions and splits."""

@@ -1,0 +1,543 @@
+"""Questions from generation units: prompt templates, reply parsing, repair, filters.
+
+Prompt templates are package data (``searchtome/prompts/<version>.txt``): ``[system]``,
+``[user]`` and ``[assistant]`` sections make the chat (few-shot examples are just earlier
+user/assistant pairs), ``[repair]`` is the follow-up sent once when a reply cannot be used.
+Placeholders use ``$name`` so JSON braces in a template need no escaping.
+
+Replies are read at one of three strictness levels:
+
+* ``strict``  — a JSON object ``{"questions": [...]}``, optionally inside a fenced code block;
+* ``json``    — also a bare JSON list, JSON with prose around it, items ``{"question": ...}``;
+* ``lenient`` — also numbered or bulleted lists and plain lines ending in ``?``, and a reply cut
+  off at the token limit keeps its complete items (small local models rarely follow JSON).
+
+A reply that cannot be used (empty, cut off, not JSON, wrong shape, no questions) gets one repair
+attempt; if that fails too the unit is recorded as failed with its reason and the build goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.io import sha256_text
+from searchtome.llm.cache import CacheKey, ResponseCache
+from searchtome.llm.client import ChatClient, SamplingParams
+from searchtome.records import Unit
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PROMPT = "questions-v1"
+FEWSHOT_PROMPT = "questions-v1-fewshot"
+DEFAULT_N_QUESTIONS = 6
+STRICTNESS = ("strict", "json", "lenient")
+_SECTION = re.compile(r"^\[(system|user|assistant|repair)\]\s*$")
+
+
+# -- prompt templates ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A versioned chat template; ``fingerprint`` changes whenever its text does."""
+
+    version: str
+    messages: tuple[tuple[str, str], ...]
+    repair: str
+    sha256: str
+
+    @property
+    def fingerprint(self) -> str:
+        """What cache keys record: the version plus a short hash of the template text."""
+        return f"{self.version}@{self.sha256[:12]}"
+
+    def render(self, passage: str, n: int) -> tuple[dict[str, str], ...]:
+        values = {"passage": passage.strip(), "n": str(n)}
+        return tuple(
+            {"role": role, "content": Template(text).safe_substitute(values)}
+            for role, text in self.messages
+        )
+
+    def render_repair(
+        self, messages: Sequence[Mapping[str, str]], reply: str | None, reason: str, n: int
+    ) -> tuple[dict[str, str], ...]:
+        """The original chat, the unusable reply, and the repair request."""
+        follow_up = Template(self.repair).safe_substitute({"reason": reason, "n": str(n)})
+        return (
+            *(dict(m) for m in messages),
+            {"role": "assistant", "content": reply or ""},
+            {"role": "user", "content": follow_up},
+        )
+
+
+def parse_template(text: str, version: str, source: str = "<string>") -> PromptTemplate:
+    sections: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        match = _SECTION.match(line)
+        if match:
+            sections.append((match.group(1), []))
+        elif sections:
+            sections[-1][1].append(line)
+        elif line.strip() and not line.startswith("#"):
+            raise SearchTomeError(f"{source}: text before the first [section] header: {line!r}")
+    messages = [(role, "\n".join(lines).strip()) for role, lines in sections if role != "repair"]
+    repairs = ["\n".join(lines).strip() for role, lines in sections if role == "repair"]
+    if not messages or messages[-1][0] != "user":
+        raise SearchTomeError(f"{source}: a prompt template must end with a [user] section")
+    if "$passage" not in messages[-1][1] and "${passage}" not in messages[-1][1]:
+        raise SearchTomeError(f"{source}: the last [user] section must contain $passage")
+    if len(repairs) != 1:
+        raise SearchTomeError(f"{source}: a prompt template needs exactly one [repair] section")
+    return PromptTemplate(version, tuple(messages), repairs[0], sha256_text(text))
+
+
+def available_prompts() -> list[str]:
+    folder = resources.files("searchtome") / "prompts"
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
+
+
+def load_prompt(name: str = DEFAULT_PROMPT) -> PromptTemplate:
+    """A packaged template by version (``questions-v1``) or a template file by path."""
+    path = Path(name)
+    if path.suffix == ".txt" and path.is_file():
+        return parse_template(path.read_text(encoding="utf-8"), path.stem, str(path))
+    resource = resources.files("searchtome") / "prompts" / f"{name}.txt"
+    if not resource.is_file():
+        raise unknown_name("prompt", name, available_prompts())
+    return parse_template(resource.read_text(encoding="utf-8"), name, f"prompts/{name}.txt")
+
+
+# -- how many questions ---------------------------------------------------------------------------
+# The independent reproduction of The Whole Child scaled the count with unit length; "auto"
+# uses the same steps (2/4/6/8/10 questions up to 100/250/500/1000/more characters).
+_AUTO_STEPS = ((100, 2), (250, 4), (500, 6), (1000, 8))
+
+
+def questions_for(text: str, n: int | str) -> int:
+    if n == "auto":
+        size = len(text)
+        for limit, count in _AUTO_STEPS:
+            if size <= limit:
+                return count
+        return 10
+    count = int(n)
+    if count < 1:
+        raise SearchTomeError(f"questions per unit must be at least 1, got {count}")
+    return count
+
+
+# -- reading replies -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ParsedReply:
+    questions: tuple[str, ...]
+    error: str | None = None
+    note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
+_MARKER = re.compile(
+    r"^\s*(?:(?:q(?:uestion)?\s*)?\d{1,3}\s*[.):\]-]|[-*•·–]|\(\d{1,3}\))\s*", re.I
+)
+_INLINE_NUMBER = re.compile(r"(?<=\?)\s+(?=(?:\d{1,3}[.)]|[-*•])\s)")
+_WS = re.compile(r"\s+")
+
+
+def clean_question(text: str) -> str:
+    """Strip list markers, wrapping quotes and extra whitespace."""
+    text = _WS.sub(" ", text).strip()
+    text = _MARKER.sub("", text, count=1).strip()
+    if len(text) >= 2 and text[0] in "\"'“‘" and text[-1] in "\"'”’":
+        text = text[1:-1].strip()
+    return text.rstrip(",").strip()
+
+
+def _json_candidates(content: str, scan: bool = True) -> list[Any]:
+    """JSON values found in a reply: fenced blocks, the whole reply, then (``scan``) the first
+    value that decodes somewhere inside it."""
+    found: list[Any] = []
+    for block in _FENCE.findall(content):
+        try:
+            found.append(json.loads(block))
+        except ValueError:
+            continue
+    decoder = json.JSONDecoder()
+    stripped = content.strip()
+    try:
+        found.append(json.loads(stripped))
+    except ValueError:
+        if not scan:
+            return found
+        for i, ch in enumerate(stripped):
+            if ch in "{[":
+                try:
+                    value, _ = decoder.raw_decode(stripped, i)
+                except ValueError:
+                    continue
+                found.append(value)
+                break
+    return found
+
+
+def _from_json(value: Any, strictness: str) -> list[str] | str:
+    """The question list inside a decoded JSON value, or the reason it has the wrong shape."""
+    items: Any = None
+    if isinstance(value, dict):
+        if "questions" in value:
+            items = value["questions"]
+        elif strictness != "strict":
+            keys = [k for k in value if isinstance(k, str) and k.lower().strip() == "questions"]
+            lists = [v for v in value.values() if isinstance(v, list)]
+            if keys:
+                items = value[keys[0]]
+            elif len(value) == 1 and len(lists) == 1:
+                items = lists[0]
+    elif isinstance(value, list) and strictness != "strict":
+        items = value
+    if not isinstance(items, list):
+        return 'wrong shape (expected {"questions": [...]})'
+    out = []
+    for item in items:
+        if isinstance(item, dict) and strictness != "strict":
+            item = item.get("question") or item.get("q")
+        if not isinstance(item, str):
+            return "wrong shape (questions must be strings)"
+        out.append(item)
+    return out
+
+
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(?=\s*[,\]])')
+
+
+def _salvage_json_list(content: str) -> list[str]:
+    """Complete string items of a JSON list that was cut off or otherwise broken."""
+    start = content.find("[")
+    if start < 0:
+        return []
+    out = []
+    for raw in _JSON_STRING.findall(content[start:]):
+        try:
+            out.append(json.loads(f'"{raw}"'))
+        except ValueError:
+            continue
+    return out
+
+
+def _from_lines(content: str) -> list[str]:
+    """Questions from a numbered/bulleted list or from lines that end in ``?``."""
+    text = _INLINE_NUMBER.sub("\n", content)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    marked = [ln for ln in lines if _MARKER.match(ln)]
+    chosen = marked if marked else [ln for ln in lines if ln.strip().endswith("?")]
+    return [clean_question(ln) for ln in chosen]
+
+
+def parse_reply(
+    content: str | None, finish_reason: str | None, strictness: str = "json"
+) -> ParsedReply:
+    """Read a model's reply into questions, or say why it cannot be used."""
+    if strictness not in STRICTNESS:
+        raise unknown_name("strictness", strictness, STRICTNESS)
+    if content is None or not content.strip():
+        return ParsedReply((), "empty reply")
+    truncated = finish_reason == "length"
+    if truncated and strictness != "lenient":
+        return ParsedReply((), "reply cut off at the token limit")
+    reason = "not JSON"
+    for value in _json_candidates(content, scan=strictness != "strict"):
+        got = _from_json(value, strictness)
+        if isinstance(got, str):
+            reason = got
+            continue
+        questions = tuple(q for q in (clean_question(x) for x in got) if q)
+        if not questions:
+            return ParsedReply((), "no questions in the reply")
+        return ParsedReply(questions)
+    if strictness != "lenient":
+        return ParsedReply((), reason)
+    items = [q for q in (clean_question(x) for x in _salvage_json_list(content)) if q]
+    if items:
+        note = "broken JSON; kept its complete items" if not truncated else None
+    else:
+        items = [q for q in _from_lines(content) if q]
+        note = None
+    if truncated and items:
+        # The last item may be cut mid-sentence: keep only complete ones.
+        if not items[-1].endswith("?"):
+            items = items[:-1]
+        note = "reply cut off at the token limit; kept its complete items"
+    if not items:
+        return ParsedReply((), "reply cut off at the token limit" if truncated else reason)
+    return ParsedReply(tuple(items), note=note)
+
+
+# -- filters ------------------------------------------------------------------------------------
+_SELF_REF = re.compile(
+    r"\b(?:the|this|that|these|given) (?:passage|text|excerpt|paragraph|article|author)s?\b", re.I
+)
+
+
+def normalise(text: str) -> str:
+    """Lowercase words only: the form duplicates and copies are compared in."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    return " ".join(re.findall(r"\w+", text))
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Which questions to drop. Each drop is recorded with its reason."""
+
+    min_chars: int = 15
+    max_chars: int = 300
+    min_words: int = 3
+    require_question_mark: bool = True
+    copy_min_words: int = 6  # a copy shares a run of at least this many words with the unit…
+    copy_fraction: float = 0.8  # …covering at least this share of the question
+    drop_title_leakage: bool = False
+    drop_self_reference: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def is_copy(question: str, text: str, cfg: FilterConfig) -> bool:
+    q = normalise(question).split()
+    t = normalise(text).split()
+    if len(q) < cfg.copy_min_words or not t:
+        return False
+    match = SequenceMatcher(None, q, t, autojunk=False).find_longest_match(0, len(q), 0, len(t))
+    return match.size >= cfg.copy_min_words and match.size >= cfg.copy_fraction * len(q)
+
+
+def leaks_title(question: str, title: str) -> bool:
+    t = normalise(title)
+    return len(t) >= 4 and f" {t} " in f" {normalise(question)} "
+
+
+def question_problem(
+    question: str, unit_text: str, cfg: FilterConfig, leaf_title: str | None = None
+) -> str | None:
+    """Why ``question`` should be dropped (``None`` to keep it); duplicates are checked apart."""
+    if cfg.require_question_mark and not question.rstrip().endswith("?"):
+        return "not a question"
+    if len(question) < cfg.min_chars or len(normalise(question).split()) < cfg.min_words:
+        return "too short"
+    if len(question) > cfg.max_chars:
+        return "too long"
+    if is_copy(question, unit_text, cfg):
+        return "copies the unit text"
+    if cfg.drop_self_reference and _SELF_REF.search(question):
+        return "refers to the passage"
+    if cfg.drop_title_leakage and leaf_title and leaks_title(question, leaf_title):
+        return "leaks the leaf title"
+    return None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A question as the model wrote it, with its 1-based position in the reply."""
+
+    unit_id: str
+    position: int
+    text: str
+
+
+def filter_questions(
+    candidates: Iterable[Candidate],
+    units: Mapping[str, Unit],
+    cfg: FilterConfig,
+    *,
+    titles: Mapping[str, str] | None = None,
+    limit: Mapping[str, int] | None = None,
+) -> tuple[list[Candidate], list[tuple[Candidate, str]]]:
+    """Apply the filters in order; duplicates are judged per book, first occurrence kept.
+
+    ``candidates`` must come in document order (the build sorts them) so the same occurrence is
+    kept every time. ``limit`` caps the questions kept per unit (models sometimes write more).
+    """
+    kept: list[Candidate] = []
+    dropped: list[tuple[Candidate, str]] = []
+    seen: dict[str, set[str]] = {}
+    per_unit: dict[str, int] = {}
+    for cand in candidates:
+        unit = units[cand.unit_id]
+        title = titles.get(unit.leaf_id) if titles else None
+        problem = question_problem(cand.text, unit.text, cfg, title)
+        norm = normalise(cand.text)
+        book_seen = seen.setdefault(unit.book_id, set())
+        if problem is None and norm in book_seen:
+            problem = "duplicate"
+        if problem is None and limit and per_unit.get(cand.unit_id, 0) >= limit[cand.unit_id]:
+            problem = "more than asked for"
+        if problem is not None:
+            dropped.append((cand, problem))
+            continue
+        book_seen.add(norm)
+        per_unit[cand.unit_id] = per_unit.get(cand.unit_id, 0) + 1
+        kept.append(cand)
+    return kept, dropped
+
+
+# -- generation ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GenerationConfig:
+    prompt: PromptTemplate = field(default_factory=load_prompt)
+    n_questions: int | str = DEFAULT_N_QUESTIONS
+    strictness: str = "json"
+    repair: bool = True
+
+
+@dataclass(frozen=True)
+class UnitOutcome:
+    """What generation gave for one unit: questions in reply order, or why it failed."""
+
+    unit_id: str
+    n_asked: int
+    questions: tuple[str, ...] = ()
+    error: str | None = None
+    requests: int = 0  # requests actually sent (0 when everything came from the cache)
+    repaired: bool = False
+    note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class NotCachedError(SearchTomeError):
+    """Replay mode met a request that is not in the cache."""
+
+
+class QuestionGenerator:
+    """Runs the prompt over units through the cache and (when given) a live client.
+
+    ``client=None`` replays the cache only: a missing reply is an error, never a request.
+    ``host`` and ``model`` are the cache-key labels (see :mod:`searchtome.llm.cache`);
+    ``any_host`` matches cached replies from any endpoint (replaying an imported cache).
+    """
+
+    def __init__(
+        self,
+        config: GenerationConfig,
+        cache: ResponseCache,
+        client: ChatClient | None,
+        *,
+        host: str,
+        model: str,
+        sampling: SamplingParams,
+        any_host: bool = False,
+    ) -> None:
+        self.config = config
+        self.any_host = any_host
+        self.cache = cache
+        self.client = client
+        self.host = host
+        self.model = model
+        self.sampling = sampling
+        self.used_hosts: set[str] = set()
+        self.missing: list[str] = []
+
+    def _key(self, messages: Sequence[Mapping[str, str]]) -> CacheKey:
+        return CacheKey(
+            host=self.host,
+            model=self.model,
+            prompt_version=self.config.prompt.fingerprint,
+            sampling=self.sampling.fingerprint(),
+            messages=tuple(messages),
+        )
+
+    async def _ask(
+        self, unit_id: str, messages: Sequence[Mapping[str, str]]
+    ) -> tuple[str | None, str | None, str | None, bool]:
+        """``(content, finish_reason, error, sent)`` from the cache or the endpoint."""
+        key = self._key(messages)
+        hit = self.cache.get(key, any_host=self.any_host)
+        if hit is not None:
+            self.used_hosts.add(hit.host)
+            return hit.content, hit.finish_reason, None, False
+        if self.client is None:
+            self.missing.append(unit_id)
+            return None, None, "not in the cache (replay mode)", False
+        result = await self.client.complete(messages, self.sampling, key=unit_id)
+        if not result.ok:
+            return None, None, f"request failed: {result.error}", True
+        # Commit before anything else: from here on this reply survives a kill.
+        self.cache.put(key, result.content, result.finish_reason, result.served_model)
+        self.used_hosts.add(self.host)
+        return result.content, result.finish_reason, None, True
+
+    async def generate_unit(self, unit: Unit) -> UnitOutcome:
+        cfg = self.config
+        n = questions_for(unit.text, cfg.n_questions)
+        messages = cfg.prompt.render(unit.text, n)
+        content, finish, error, sent = await self._ask(unit.unit_id, messages)
+        requests = int(sent)
+        if error:
+            return UnitOutcome(unit.unit_id, n, error=error, requests=requests)
+        parsed = parse_reply(content, finish, cfg.strictness)
+        if parsed.ok:
+            return UnitOutcome(
+                unit.unit_id, n, parsed.questions, requests=requests, note=parsed.note
+            )
+        if not cfg.repair:
+            return UnitOutcome(unit.unit_id, n, error=parsed.error, requests=requests)
+        first_error = parsed.error or "unusable reply"
+        repair = cfg.prompt.render_repair(messages, content, first_error, n)
+        content, finish, error, sent = await self._ask(unit.unit_id, repair)
+        requests += int(sent)
+        if error:
+            return UnitOutcome(unit.unit_id, n, error=error, requests=requests, repaired=True)
+        parsed = parse_reply(content, finish, cfg.strictness)
+        if parsed.ok:
+            return UnitOutcome(
+                unit.unit_id,
+                n,
+                parsed.questions,
+                requests=requests,
+                repaired=True,
+                note=parsed.note,
+            )
+        return UnitOutcome(
+            unit.unit_id,
+            n,
+            error=f"{first_error}; after repair: {parsed.error}",
+            requests=requests,
+            repaired=True,
+        )
+
+    async def generate(
+        self, units: Sequence[Unit], on_done: Callable[[UnitOutcome], None] | None = None
+    ) -> list[UnitOutcome]:
+        """Every unit (concurrency comes from the client); outcomes in ``units`` order."""
+        from searchtome.llm.client import gather_or_cancel
+
+        async def one(unit: Unit) -> UnitOutcome:
+            outcome = await self.generate_unit(unit)
+            if on_done is not None:
+                on_done(outcome)
+            return outcome
+
+        if self.client is None:
+            return await gather_or_cancel(one(u) for u in units)
+        async with self.client:
+            return await gather_or_cancel(one(u) for u in units)
+
+    def run(
+        self, units: Sequence[Unit], on_done: Callable[[UnitOutcome], None] | None = None
+    ) -> list[UnitOutcome]:
+        return asyncio.run(self.generate(units, on_done))

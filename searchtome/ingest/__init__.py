@@ -1,0 +1,1 @@
+"""Ingestion: the book catalog, verified downloads, PDF opening, the ToC tree and section text."""

@@ -1,0 +1,328 @@
+"""A small OpenAI-compatible chat server that batches concurrent requests on the CPU.
+
+``python -m searchtome.llm.server --model DIR --port PORT`` serves one causal LM from a local
+Hugging Face folder (by default the converted SmolLM2-135M-Instruct) with:
+
+* ``GET /health`` — 200 once the model is loaded (the socket only opens after loading);
+* ``GET /v1/models`` — the one model;
+* ``POST /v1/chat/completions`` — non-streaming chat completions (``messages``, ``max_tokens`` /
+  ``max_completion_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``; ``n`` must be 1).
+
+Why not ``transformers serve``: it runs one ``generate`` at a time, and on a 2-core machine a
+135M model spends most of each decoding step in per-step overhead rather than arithmetic, so
+decoding 12 requests as one left-padded batch was 3x faster than one after another (measured
+on the sample books, identical greedy outputs). Requests that arrive while a batch runs wait
+for the next one; greedy requests are batched together, sampled ones run alone under their own
+seed. ``SEARCHTOME_LOCAL_BATCH`` caps the batch (default 16) and ``SEARCHTOME_LOCAL_THREADS`` sets
+torch's threads (default 1: on a shared 2-core machine two spinning threads lose to any other
+process).
+
+Greedy decoding of one request can differ in rare tokens between batch compositions, as it can
+between CPUs; builds stay byte-identical because every reply is cached (``searchtome.llm.cache``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+log = logging.getLogger("searchtome.llm.server")
+
+DEFAULT_MAX_TOKENS = 256
+COLLECT_WINDOW_S = 0.05  # how long the worker waits for more requests before starting a batch
+
+
+class RequestError(ValueError):
+    """A request the server refuses with HTTP 400 and an OpenAI-style error body."""
+
+
+@dataclass
+class Job:
+    prompt_ids: list[int]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None
+    stop: tuple[str, ...]
+    done: threading.Event = field(default_factory=threading.Event)
+    text: str = ""
+    finish_reason: str = "stop"
+    completion_tokens: int = 0
+    error: str | None = None
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
+
+
+class Generator:
+    """Owns the model; a single worker thread turns queued jobs into batched ``generate`` calls."""
+
+    def __init__(self, model_dir: str, max_batch: int, threads: int) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch.set_num_threads(threads)
+        self.torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        self.tokenizer.padding_side = "left"
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        self.eos_ids = self._eos_ids()
+        self.pad_id = self.tokenizer.pad_token_id
+        if self.pad_id is None:
+            self.pad_id = self.eos_ids[0]
+        self.max_batch = max(1, max_batch)
+        self.jobs: queue.Queue[Job] = queue.Queue()
+        self.worker = threading.Thread(target=self._work, name="generate", daemon=True)
+        self.worker.start()
+
+    def _eos_ids(self) -> list[int]:
+        ids = self.model.generation_config.eos_token_id
+        if ids is None:
+            ids = self.tokenizer.eos_token_id
+        return list(ids) if isinstance(ids, list | tuple) else [int(ids)]
+
+    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
+        encoded = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True
+        )
+        if isinstance(encoded, dict) or hasattr(encoded, "input_ids"):
+            encoded = encoded["input_ids"]
+        return [int(i) for i in encoded]
+
+    def submit(self, job: Job) -> Job:
+        self.jobs.put(job)
+        job.done.wait()
+        return job
+
+    # -- the worker ------------------------------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            batch = [self.jobs.get()]
+            deadline = time.monotonic() + COLLECT_WINDOW_S
+            while len(batch) < self.max_batch:
+                timeout = deadline - time.monotonic()
+                try:
+                    batch.append(
+                        self.jobs.get(timeout=max(timeout, 0.0))
+                        if timeout > 0
+                        else self.jobs.get_nowait()
+                    )
+                except queue.Empty:
+                    break
+            greedy = [j for j in batch if j.greedy]
+            groups = [greedy] if greedy else []
+            groups += [[j] for j in batch if not j.greedy]
+            for group in groups:
+                try:
+                    self._generate(group)
+                except Exception as exc:  # report to every waiting request, keep serving
+                    log.exception("generation failed")
+                    for job in group:
+                        job.error = f"generation failed: {exc}"
+                for job in group:
+                    job.done.set()
+
+    def _generate(self, jobs: list[Job]) -> None:
+        torch = self.torch
+        width = max(len(j.prompt_ids) for j in jobs)
+        ids = torch.full((len(jobs), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(jobs), width), dtype=torch.long)
+        for row, job in enumerate(jobs):
+            n = len(job.prompt_ids)
+            ids[row, width - n :] = torch.tensor(job.prompt_ids, dtype=torch.long)
+            mask[row, width - n :] = 1
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max(j.max_tokens for j in jobs),
+            "pad_token_id": self.pad_id,
+            "eos_token_id": self.eos_ids,
+        }
+        if len(jobs) == 1 and not jobs[0].greedy:
+            job = jobs[0]
+            if job.seed is not None:
+                torch.manual_seed(job.seed)
+            kwargs.update(do_sample=True, temperature=job.temperature, top_p=job.top_p)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        for row, job in enumerate(jobs):
+            self._finish(job, out[row, width:].tolist())
+
+    def _finish(self, job: Job, tokens: list[int]) -> None:
+        finish = "length"
+        for i, tok in enumerate(tokens):
+            if tok in self.eos_ids:
+                tokens, finish = tokens[:i], "stop"
+                break
+        if len(tokens) >= job.max_tokens:
+            tokens, finish = tokens[: job.max_tokens], "length"
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        cut = [text.find(s) for s in job.stop if s and s in text]
+        if cut:
+            text, finish = text[: min(cut)], "stop"
+        job.text, job.finish_reason, job.completion_tokens = text, finish, len(tokens)
+
+
+def parse_request(body: dict[str, Any]) -> dict[str, Any]:
+    """Check a chat-completions body; returns the generation parameters."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise RequestError("'messages' must be a non-empty list")
+    for m in messages:
+        if (
+            not isinstance(m, dict)
+            or not isinstance(m.get("role"), str)
+            or not isinstance(m.get("content"), str)
+        ):
+            raise RequestError("every message needs string 'role' and 'content'")
+    if body.get("stream"):
+        raise RequestError("streaming is not supported by this server")
+    if body.get("n", 1) != 1:
+        raise RequestError("only n=1 is supported")
+    max_tokens = body.get("max_completion_tokens")
+    if max_tokens is None:
+        max_tokens = body.get("max_tokens", DEFAULT_MAX_TOKENS)
+    temperature = body.get("temperature")
+    temperature = 1.0 if temperature is None else float(temperature)
+    top_p = body.get("top_p")
+    stop = body.get("stop") or ()
+    stop = (stop,) if isinstance(stop, str) else tuple(stop)
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise RequestError("'max_tokens' must be a positive integer")
+    if temperature < 0:
+        raise RequestError("'temperature' must be >= 0")
+    return {
+        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": 1.0 if top_p is None else float(top_p),
+        "seed": body.get("seed"),
+        "stop": stop,
+    }
+
+
+def make_handler(generator: Generator, model_name: str) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt: str, *args: Any) -> None:
+            log.debug("%s " + fmt, self.address_string(), *args)
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+            self._send(status, {"error": {"message": message, "type": kind, "code": None}})
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/") == "/health":
+                self._send(HTTPStatus.OK, {"status": "ok"})
+            elif self.path.rstrip("/") == "/v1/models":
+                self._send(
+                    HTTPStatus.OK,
+                    {
+                        "object": "list",
+                        "data": [{"id": model_name, "object": "model", "owned_by": "local"}],
+                    },
+                )
+            else:
+                self._error(HTTPStatus.NOT_FOUND, f"no route {self.path}")
+
+        def do_POST(self) -> None:
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._error(HTTPStatus.NOT_FOUND, f"no route {self.path}")
+                return
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if not isinstance(body, dict):
+                    raise RequestError("the body must be a JSON object")
+                params = parse_request(body)
+            except (ValueError, RequestError) as exc:
+                self._error(HTTPStatus.BAD_REQUEST, str(exc))
+                return
+            prompt = generator.prompt_ids(params.pop("messages"))
+            job = generator.submit(Job(prompt_ids=prompt, **params))
+            if job.error:
+                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, job.error, "server_error")
+                return
+            digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
+            self._send(
+                HTTPStatus.OK,
+                {
+                    "id": f"chatcmpl-{digest}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model") or model_name,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": job.text},
+                            "finish_reason": job.finish_reason,
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": len(prompt),
+                        "completion_tokens": job.completion_tokens,
+                        "total_tokens": len(prompt) + job.completion_tokens,
+                    },
+                },
+            )
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m searchtome.llm.server", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--model", required=True, help="a local Hugging Face model folder")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument(
+        "--max-batch", type=int, default=int(os.environ.get("SEARCHTOME_LOCAL_BATCH", "16"))
+    )
+    parser.add_argument(
+        "--threads", type=int, default=int(os.environ.get("SEARCHTOME_LOCAL_THREADS", "1"))
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    log.info("loading %s", args.model)
+    generator = Generator(args.model, args.max_batch, args.threads)
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(generator, args.model))
+    server.daemon_threads = True
+    log.info(
+        "serving %s on http://%s:%d (batch <= %d, %d thread(s))",
+        args.model,
+        args.host,
+        args.port,
+        args.max_batch,
+        args.threads,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

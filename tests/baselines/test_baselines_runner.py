@@ -1,0 +1,212 @@
+"""The runner: registry look-up, config building, the submission it writes, the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+from searchtome.baselines import registry
+from searchtome.baselines.bm25 import BM25Config
+from searchtome.baselines.dpr import DPRConfig
+from searchtome.baselines.encoders import EncoderConfig
+
+from searchtome.cli import main
+from searchtome.commands.baselines import check_run, execute, make_config, run_baseline, tune
+from searchtome.dataset.layout import load
+from searchtome.errors import SearchTomeError
+from searchtome.records import Run
+
+
+def test_ls_lists_every_baseline_on_one_line(capsys):
+    assert main(["ls", "baselines"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    names = [line.split()[0] for line in lines]
+    assert {"bm25", "dpr", "navtree", "toc-navtree"} <= set(names)
+    assert names == sorted(names)
+    nav = next(line for line in lines if line.startswith("navtree "))
+    assert "reconstruction" in nav and "[needs: ml]" in nav
+
+
+def test_unknown_baseline_suggests_the_close_name(tiny_dataset, capsys):
+    assert main(["run", "bm52", "--data", str(tiny_dataset)]) == 1
+    err = capsys.readouterr().err
+    assert "unknown baseline 'bm52'" in err and "did you mean 'bm25'" in err
+    assert "Traceback" not in err
+
+
+def test_config_layers_defaults_file_and_overrides(tmp_path):
+    assert make_config(BM25Config) == BM25Config()
+    toml = tmp_path / "bm25.toml"
+    toml.write_text('k1 = 0.9\ntitle = "none"\n')
+    cfg = make_config(BM25Config, toml, ["b=0.5", "stemmer=none", "depth=10"])
+    assert (cfg.k1, cfg.b, cfg.title, cfg.stemmer, cfg.depth) == (0.9, 0.5, "none", "none", 10)
+    js = tmp_path / "bm25.json"
+    js.write_text(json.dumps({"k1": 2}))
+    assert make_config(BM25Config, js).k1 == 2.0
+    assert make_config(BM25Config, {"k1": 1.0}, {"b": 0.1}).b == 0.1
+    # A submission's meta.json repeats a run: its "config" is used.
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"system": "bm25", "config": {"k1": 0.7}}))
+    assert make_config(BM25Config, meta).k1 == 0.7
+
+
+def test_nested_configs_and_presets():
+    cfg = make_config(DPRConfig, None, ["encoder.batch_size=8", "encoder.query_prefix=query: "])
+    assert cfg.encoder.batch_size == 8 and cfg.encoder.query_prefix == "query: "
+    assert cfg.encoder.passage_max_tokens == DPRConfig().encoder.passage_max_tokens
+    nv = make_config(DPRConfig, None, ["encoder=nv-embed-v2", "encoder.batch_size=2"])
+    assert nv.encoder == EncoderConfig(**{**EncoderConfig.PRESETS["nv-embed-v2"], "batch_size": 2})
+    assert make_config(DPRConfig, {"encoder": "nv-embed-v2"}).encoder.pooling == "nv-embed"
+    assert make_config(DPRConfig, None, ["encoder.revision=null"]).encoder.revision is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["k3=1"], "unknown config key 'k3' (did you mean 'k1'?)"),
+        (["k1=fast"], "k1: expected a number, got 'fast'"),
+        (["depth=2.5"], "depth: expected an integer"),
+        (["lowercase=maybe"], "lowercase: expected true or false"),
+        (["depth=500"], "depth must be between 1 and 100"),
+        (["variant=okapy"], "did you mean 'okapi'"),
+        (["k1"], "expected KEY=VALUE"),
+    ],
+)
+def test_bad_overrides_fail_with_one_clear_line(overrides, message):
+    with pytest.raises(SearchTomeError) as info:
+        make_config(BM25Config, None, overrides)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_nested_key_and_file(tmp_path):
+    with pytest.raises(SearchTomeError, match=r"did you mean 'encoder\.model'"):
+        make_config(DPRConfig, None, ["encoder.modle=x"])
+    bad = tmp_path / "c.json"
+    bad.write_text(json.dumps({"encoder": {"pooling": "max"}}))
+    with pytest.raises(SearchTomeError, match=r"c\.json: .*pooling"):
+        make_config(DPRConfig, bad)
+    bad.write_text(json.dumps({"k2": 1}))
+    with pytest.raises(SearchTomeError, match=r"c\.json: unknown config key 'k2'"):
+        make_config(BM25Config, bad)
+    with pytest.raises(SearchTomeError, match="not found"):
+        make_config(BM25Config, tmp_path / "missing.toml")
+    (tmp_path / "c.toml").write_text("k1 = = 2")
+    with pytest.raises(SearchTomeError, match="not valid TOML"):
+        make_config(BM25Config, tmp_path / "c.toml")
+
+
+def test_cli_run_writes_a_valid_submission(tiny_dataset, tmp_path, capsys):
+    out = tmp_path / "sub"
+    argv = ["run", "bm25", "--data", str(tiny_dataset), "--out", str(out), "--set", "k1=0.9"]
+    assert main([*argv, "--seed", "7"]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    meta = json.loads((out / "meta.json").read_text())
+    from searchtome.submissions import META_REQUIRED, read_submission
+
+    assert set(META_REQUIRED) <= set(meta)
+    assert meta["system"] == "sub" and meta["split"] == "test" and meta["seed"] == 7
+    assert meta["config"]["k1"] == 0.9 and meta["config"] == {**meta["config"], "b": BM25Config().b}
+    assert meta["command"].startswith("searchtome run bm25") and "k1=0.9" in meta["command"]
+    assert meta["trained_on"] == [] and meta["models"] == []
+    assert "rank-bm25" in meta["versions"] and "searchtome" in meta["versions"]
+    assert "manifest sha256" in meta["dataset_revision"] and meta["date"][:2] == "20"
+    info = meta["run_info"]  # wall time and memory live in meta.json, next to the config
+    assert info["wall_time_s"] >= 0 and info["peak_rss_mib"] > 10
+    assert info["overrides"] == {"k1": "0.9"}
+    from searchtome.io import sha256_file
+
+    assert info["dataset"]["manifest_sha256"] == sha256_file(tiny_dataset / "manifest.json")
+    sub = read_submission(out)
+    assert len(sub.run) == len(load(tiny_dataset).queries("test"))
+    # A variant in another folder is its own system; the config from meta.json repeats the run.
+    again = run_baseline(
+        "bm25", tiny_dataset, config=out / "meta.json", out=tmp_path / "again", seed=7
+    )
+    assert (again / "predictions.jsonl").read_bytes() == (out / "predictions.jsonl").read_bytes()
+    again_meta = json.loads((again / "meta.json").read_text())
+    assert (
+        again_meta["system"] == "again"
+        and "variant of baseline 'bm25'" in again_meta["description"]
+    )
+    assert again_meta["config"] == meta["config"]
+
+
+def test_cli_bad_split_and_override(tiny_dataset, capsys):
+    assert main(["run", "bm25", "--data", str(tiny_dataset), "--split", "tset"]) == 1
+    assert "did you mean 'test'" in capsys.readouterr().err
+    assert main(["run", "bm25", "--data", str(tiny_dataset), "--set", "k=1"]) == 1
+    assert "unknown config key 'k'" in capsys.readouterr().err
+
+
+@dataclass(frozen=True)
+class _Cfg:
+    leak: bool = False
+    extra: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class _FreeCfg(_Cfg):
+    @property
+    def free_form(self) -> bool:
+        return True
+
+
+def test_the_runner_rejects_a_run_that_breaks_the_contract(tiny_dataset, monkeypatch):
+    ds = load(tiny_dataset)
+
+    def fake(dataset, split, config, ctx):
+        rankings = {}
+        for q in dataset.queries(split):
+            other = next(b for b in dataset.book_ids() if b != q.book_id)
+            book = other if config.leak else q.book_id
+            rankings[q.query_id] = tuple(x.leaf_id for x in dataset.leaves(book))
+        return Run("fake", rankings)
+
+    monkeypatch.setitem(
+        registry._REGISTRY, "fake", registry.BaselineSpec("fake", "test", _Cfg, fake)
+    )
+    run, meta, _ = execute("fake", ds, "dev")
+    assert meta["split"] == "dev" and len(run) == len(ds.queries("dev"))
+    with pytest.raises(SearchTomeError, match="is not a leaf of"):
+        execute("fake", ds, "dev", overrides=["leak=true"])
+    with pytest.raises(SearchTomeError, match="missing"):
+        check_run(Run("x", {}), ds, "dev")
+    # A free-form baseline (zero-shot replies) keeps ids that name no leaf, for the scorer.
+    monkeypatch.setitem(
+        registry._REGISTRY, "fake", registry.BaselineSpec("fake", "test", _FreeCfg, fake)
+    )
+    run, _, _ = execute("fake", ds, "dev", overrides=["leak=true"])
+    book_of = {q.query_id: q.book_id for q in ds.queries("dev")}
+    own = {b: {x.leaf_id for x in ds.leaves(b)} for b in ds.book_ids()}
+    assert all(not set(ids) & own[book_of[q]] for q, ids in run.rankings.items())
+
+
+def test_tune_scores_every_grid_point_on_dev(tiny_dataset, capsys):
+    rows = tune("bm25", tiny_dataset, {"k1": ["0.5", "1.5"], "title": ["none", "path"]})
+    assert len(rows) == 4
+    assert [r["R@1"] for r in rows] == sorted((r["R@1"] for r in rows), reverse=True)
+    assert {tuple(sorted(r["setting"].items())) for r in rows} == {
+        (("k1", k), ("title", t)) for k in ("0.5", "1.5") for t in ("none", "path")
+    }
+    assert main(["tune", "bm25", "--data", str(tiny_dataset), "--grid", "b=0.3,0.9"]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("| b | R@1 | R@3 | nDCG@3 | s |") and table.count("\n") == 4
+
+
+def test_depth_and_gzip(tiny_dataset, tmp_path):
+    from searchtome.submissions import read_submission
+
+    out = tmp_path / "shallow"
+    # Without stopwords every leaf shares "and" with every query, so full rankings are long.
+    argv = ["run", "bm25", "--data", str(tiny_dataset), "--set", "stopwords=none"]
+    assert main([*argv, "--out", str(out), "--depth", "3", "--gzip"]) == 0
+    assert (out / "predictions.jsonl.gz").is_file() and not (out / "predictions.jsonl").exists()
+    sub = read_submission(out)
+    assert {len(ids) for ids in sub.run.rankings.values()} == {3}
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["command"].endswith("--depth 3 --gzip") and meta["run_info"]["depth"] == 3
+    assert main([*argv, "--out", str(tmp_path / "deep")]) == 0
+    assert max(len(ids) for ids in read_submission(tmp_path / "deep").run.rankings.values()) > 3
+    assert main([*argv, "--out", str(out), "--depth", "0"]) == 1

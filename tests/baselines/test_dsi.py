@@ -1,0 +1,115 @@
+"""DSI: query-only prompts, semantic identifiers, input truncation, an end-to-end run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.llm_helpers import one_thread, tiny_lm_fixture  # noqa: F401
+
+pytest.importorskip("torch")
+
+from searchtome.baselines.generative.engine import load_lm
+from searchtome.baselines.generative.retriever import GenRetConfig, book_context
+
+from searchtome.dataset.layout import load
+from searchtome.errors import SearchTomeError
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+
+
+def test_dsi_prompt_holds_no_toc_and_is_truncated_to_its_budget(tiny_lm_dir, tiny_dataset) -> None:
+    one_thread()
+    lm = load_lm(str(tiny_lm_dir), dtype="float32", device="cpu")
+    ds = load(tiny_dataset)
+    cfg = GenRetConfig(max_input_tokens=512)
+    dsi = book_context(lm, ds, "alpha-bio", cfg, with_toc=False, seed=0)
+    stair = book_context(lm, ds, "alpha-bio", cfg, with_toc=True, seed=0)
+    prefix_text = lm.tokenizer.decode(dsi.prefix_ids)
+    assert "Glycolysis" not in prefix_text and "Alpha Biology" not in prefix_text
+    assert "Glycolysis" in lm.tokenizer.decode(stair.prefix_ids)
+    assert len(dsi.prefix_ids) < len(stair.prefix_ids)
+    long_query = " ".join(["membrane"] * 3000)
+    suffix = dsi.suffix_ids(lm, long_query, "Question", cfg.max_input_tokens)
+    assert len(dsi.prefix_ids) + len(suffix) <= 512
+    assert suffix[-len(dsi.tail_ids) :] == dsi.tail_ids  # the template's end survives the cut
+    with pytest.raises(SearchTomeError, match="raise max_input_tokens"):
+        stair.suffix_ids(lm, "q", "Question", len(stair.prefix_ids) + 2)
+
+
+def test_dsi_semantic_identifiers_run_end_to_end(tiny_lm_dir, tiny_dataset) -> None:
+    from searchtome.commands.baselines import execute
+
+    one_thread()
+    overrides = {
+        "model": str(tiny_lm_dir),
+        "dtype": "float32",
+        "device": "cpu",
+        "restricted": "exclude",
+        "identifiers": "semantic",
+        "semantic_k": 3,
+        "semantic_c": 3,
+        "max_epochs": 1,
+        "lora_layers": 0,
+        "dev_max_queries": 4,
+    }
+    run, meta, info = execute("dsi", tiny_dataset, "test", None, overrides, seed=1)
+    ds = load(tiny_dataset)
+    for q in ds.queries("test"):
+        ids = run.rankings[q.query_id]
+        assert len(ids) == 3
+        assert set(ids) <= {x.leaf_id for x in ds.leaves(q.book_id)}
+    assert meta["config"]["identifiers"] == "semantic"
+    assert Path(info["notes"]["adapter"]).is_dir()
+    # The identifiers really are cluster codes: a book's trie holds "d-d" strings.
+    lm = load_lm(str(tiny_lm_dir), dtype="float32", device="cpu")
+    book = book_context(
+        lm,
+        ds,
+        "alpha-bio",
+        GenRetConfig(identifiers="semantic", semantic_k=3, semantic_c=3),
+        with_toc=False,
+        seed=1,
+    )
+    codes = list(book.identifiers.values())
+    assert len(set(codes)) == len(codes) == len(ds.leaves("alpha-bio"))
+    assert all(all(part.isdigit() for part in c.split("-")) and "-" in c for c in codes)
+
+
+@pytest.mark.parametrize("system", ["dsi", "stair"])
+def test_prediction_reads_the_prompt_as_training_did(
+    tiny_lm_dir, tiny_dataset, tmp_path, system
+) -> None:
+    """The exact score of a training question's gold leaf equals minus its training loss."""
+    from searchtome.baselines.generative.retriever import build_examples, run_generative
+    from searchtome.baselines.generative.train import batch_loss_backward, load_adapter
+    from searchtome.baselines.registry import RunContext
+
+    one_thread()
+    ds = load(tiny_dataset)
+    cfg = GenRetConfig(
+        model=str(tiny_lm_dir),
+        dtype="float32",
+        device="cpu",
+        restricted="exclude",
+        max_epochs=1,
+        lr=0.05,
+        lora_layers=0,
+        dev_max_queries=4,
+        decode="exact",
+    )
+    ctx = RunContext(cache_dir=tmp_path)
+    run = run_generative(ds, "train", cfg, ctx, system=system, with_toc=system == "stair")
+    lm = load_lm(str(tiny_lm_dir), dtype="float32", device="cpu")
+    load_adapter(lm, Path(ctx.notes["adapter"]))
+    book = book_context(lm, ds, "alpha-bio", cfg, with_toc=system == "stair", seed=42)
+    example = build_examples(lm, ds, {"alpha-bio": book}, ["alpha-bio"], cfg)[0]
+    query = ds.queries("train", "alpha-bio")[0]
+    with lm.adapter_disabled():
+        frozen = lm.prefix_cache(book.prefix_ids)
+    loss, n = batch_loss_backward(lm, [example], book.prefix_ids, frozen, pack=1)
+    gold_rank = run.rankings[query.query_id].index(query.leaf_id)
+    assert run.scores[query.query_id][gold_rank] == pytest.approx(-loss * n, abs=1e-3)
+    trained = [p for name, p in lm.model.named_parameters() if "lora_B" in name]
+    assert trained and any(float(p.detach().abs().sum()) > 0 for p in trained)

@@ -1,0 +1,353 @@
+"""STAIR: prefix-cached exact ranking, constrained beam search, LoRA training, adapters, runs.
+
+Most tests use a tiny random Llama with SmolLM2's tokenizer (real prompts and tries, fast
+forwards); one checks the cache equivalence on the real SmolLM2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.llm_helpers import one_thread, smollm2_fixture, tiny_lm_fixture  # noqa: F401
+
+torch = pytest.importorskip("torch")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from searchtome.baselines.generative.engine import (  # noqa: E402
+    beam_search,
+    load_lm,
+    rank_from_scores,
+    score_trie,
+    score_uncached,
+)
+from searchtome.baselines.generative.retriever import (  # noqa: E402
+    GenRetConfig,
+    book_context,
+    build_examples,
+    training_books,
+)
+from searchtome.baselines.generative.train import (  # noqa: E402
+    LoraSettings,
+    TrainSettings,
+    attach_lora,
+    load_adapter,
+    lora_state,
+    train,
+)
+
+from searchtome.dataset.layout import load  # noqa: E402
+from searchtome.errors import SearchTomeError  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+
+CFG = GenRetConfig(dtype="float32", device="cpu", restricted="exclude")
+
+
+def _setup(model_dir: Path, data: Path, book: str = "alpha-bio", with_toc: bool = True):
+    one_thread()
+    lm = load_lm(str(model_dir), dtype="float32", device="cpu")
+    ds = load(data)
+    ctx = book_context(lm, ds, book, CFG, with_toc=with_toc, seed=0)
+    return lm, ds, ctx
+
+
+def _perturb_lora(lm, seed: int, scale: float = 0.5) -> None:
+    """Give the (zero-initialised) LoRA B matrices random values: an arbitrary adapter state."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in lm.model.named_parameters():
+            if "lora_" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * scale)
+
+
+def test_exact_ranking_equals_uncached_computation(tiny_lm_dir, tiny_dataset) -> None:
+    lm, ds, book = _setup(tiny_lm_dir, tiny_dataset)
+    prefix = lm.prefix_cache(book.prefix_ids)
+    for q in ds.queries("test", "alpha-bio")[:3]:
+        suffix = book.suffix_ids(lm, q.text, "Question", CFG.max_input_tokens)
+        cached = score_trie(lm, prefix, suffix, book.trie, chunk=5)  # several chunks
+        reference = score_uncached(lm, book.prefix_ids + suffix, book.trie.sequences)
+        assert cached.keys() == reference.keys() == set(book.identifiers)
+        for key in cached:
+            assert cached[key] == pytest.approx(reference[key], abs=1e-4)
+        assert [k for k, _ in rank_from_scores(cached)] == [
+            k for k, _ in rank_from_scores(reference)
+        ]
+
+
+@pytest.mark.slow
+def test_exact_ranking_equals_uncached_on_smollm2(smollm2_dir, tiny_dataset) -> None:
+    lm, ds, book = _setup(smollm2_dir, tiny_dataset)
+    prefix = lm.prefix_cache(book.prefix_ids)
+    q = ds.queries("test", "alpha-bio")[0]
+    suffix = book.suffix_ids(lm, q.text, "Question", CFG.max_input_tokens)
+    cached = score_trie(lm, prefix, suffix, book.trie)
+    reference = score_uncached(lm, book.prefix_ids + suffix, book.trie.sequences)
+    assert max(abs(cached[k] - reference[k]) for k in cached) < 1e-3
+    assert rank_from_scores(cached)[0][0] == rank_from_scores(reference)[0][0]
+
+
+def test_beam_search_with_enough_beams_is_the_exact_ranking(tiny_lm_dir, tiny_dataset) -> None:
+    lm, ds, book = _setup(tiny_lm_dir, tiny_dataset)
+    prefix = lm.prefix_cache(book.prefix_ids)
+    queries = ds.queries("test", "alpha-bio")[:4]
+    suffixes = [book.suffix_ids(lm, q.text, "Question", CFG.max_input_tokens) for q in queries]
+    # One tree for all queries (the CPU layout) and one row per query (the GPU layout) agree.
+    together = beam_search(lm, prefix, suffixes, trie=book.trie, num_beams=len(book.trie))
+    apart = beam_search(lm, prefix, suffixes, trie=book.trie, num_beams=len(book.trie), group=1)
+    for suffix, a, b in zip(suffixes, together, apart, strict=True):
+        exact = rank_from_scores(score_trie(lm, prefix, suffix, book.trie))
+        assert [book.trie.lookup(t) for t, _ in a] == [k for k, _ in exact]
+        assert [book.trie.lookup(t) for t, _ in b] == [k for k, _ in exact]
+        for (_, sa), (_, sb), (_, se) in zip(a, b, exact, strict=True):
+            assert sa == pytest.approx(se, abs=1e-4) and sb == pytest.approx(se, abs=1e-4)
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    seed=st.integers(0, 10_000),
+    beams=st.integers(1, 6),
+    words=st.lists(
+        st.sampled_from(["cell", "lipid", "root", "law", "duty", "energy", "what", "how"]),
+        max_size=6,
+    ),
+)
+def test_constrained_decoding_returns_only_leaves_for_any_adapter(
+    tiny_lm_dir, tiny_dataset, seed, beams, words
+) -> None:
+    lm, _ds, book = _setup(tiny_lm_dir, tiny_dataset, book="beta-law")
+    attach_lora(lm, LoraSettings(r=4, alpha=8, layers=0), seed)
+    _perturb_lora(lm, seed, scale=float(seed % 7))
+    prefix = lm.prefix_cache(book.prefix_ids)
+    texts = [" ".join(words) or "?", "Which part is about duty?"]
+    suffixes = [book.suffix_ids(lm, t, "Question", CFG.max_input_tokens) for t in texts]
+    results = beam_search(lm, prefix, suffixes, trie=book.trie, num_beams=beams)
+    for suffix, hyps in zip(suffixes, results, strict=True):
+        assert len(hyps) == min(beams, len(book.trie))
+        keys = [book.trie.lookup(t) for t, _ in hyps]
+        assert all(k in book.identifiers for k in keys) and len(set(keys)) == len(keys)
+        scores = [s for _, s in hyps]
+        assert scores == sorted(scores, reverse=True)
+        # Beam scores are true log-probabilities: they equal the exact scores of those leaves.
+        exact = score_trie(lm, prefix, suffix, book.trie)
+        for key, score in zip(keys, scores, strict=True):
+            assert score == pytest.approx(exact[key], abs=1e-3)
+
+
+def _train(lm, ds, book, settings: TrainSettings, work: Path, evaluate=None):
+    examples = build_examples(lm, ds, {book.book_id: book}, [book.book_id], CFG)
+    return train(
+        lm,
+        examples,
+        {book.book_id: book.prefix_ids},
+        settings,
+        seed=3,
+        evaluate=evaluate,
+        work_dir=work,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("adapt_toc", [False, True])
+def test_training_lowers_the_loss(smollm2_dir, tiny_dataset, tmp_path, adapt_toc) -> None:
+    # The real model: a random tiny one sits at ln(vocab) and barely moves in a few steps.
+    lm, ds, book = _setup(smollm2_dir, tiny_dataset)
+    attach_lora(lm, LoraSettings(r=8, alpha=16, layers=4), seed=3)
+    settings = TrainSettings(
+        lr=3e-3, batch_size=8, max_epochs=2, adapt_toc=adapt_toc, warmup_ratio=0.0
+    )
+    report = _train(lm, ds, book, settings, tmp_path)
+    losses = [row["train_loss"] for row in report.history]
+    assert len(losses) == 2 and report.steps == 4  # 16 training questions, batches of 8
+    assert losses[1] < 0.85 * losses[0]
+    assert (tmp_path / "state.pt").is_file()
+
+
+def test_packing_does_not_change_the_loss(tiny_lm_dir, tiny_dataset) -> None:
+    """Examples packed as branches of one tree or laid out one per row: the same loss."""
+    from searchtome.baselines.generative.train import batch_loss_backward
+
+    lm, ds, book = _setup(tiny_lm_dir, tiny_dataset)
+    attach_lora(lm, LoraSettings(r=4, alpha=8, layers=0), seed=1)
+    _perturb_lora(lm, 1, scale=0.3)
+    examples = build_examples(lm, ds, {book.book_id: book}, [book.book_id], CFG)[:6]
+    frozen = lm.prefix_cache(book.prefix_ids)
+    losses = []
+    for frozen_prefix, pack, group in ((frozen, 6, 0), (frozen, 2, 1), (None, 3, 0), (None, 6, 1)):
+        lm.model.zero_grad()
+        loss, _n = batch_loss_backward(
+            lm, examples, book.prefix_ids, frozen_prefix, pack=pack, group=group
+        )
+        losses.append(loss)
+    assert losses[1] == pytest.approx(losses[0], abs=1e-4)
+    assert losses[3] == pytest.approx(losses[2], abs=1e-4)
+
+
+def test_resumed_training_ends_where_uninterrupted_training_ends(
+    tiny_lm_dir, tiny_dataset, tmp_path
+) -> None:
+    settings = TrainSettings(lr=1e-2, batch_size=8, max_epochs=3, patience=5, pack=8)
+    full_calls: list[int] = []
+
+    def run(work: Path, evaluate):
+        lm, ds, book = _setup(tiny_lm_dir, tiny_dataset)
+        attach_lora(lm, LoraSettings(r=4, alpha=8, layers=0, dropout=0.1), seed=5)
+        report = _train(lm, ds, book, settings, work, evaluate)
+        return lm, report
+
+    full_lm, full = run(tmp_path / "a", lambda _lm: 0.1 * len(full_calls.append(1) or full_calls))
+
+    class Killed(Exception):
+        pass
+
+    calls = {"n": 0, "armed": True}
+
+    def killed_in_epoch_two(_lm):
+        calls["n"] += 1
+        if calls["n"] == 2 and calls["armed"]:
+            calls["armed"] = False
+            raise Killed  # after epoch 2's training, before its checkpoint
+        return 0.1 * calls["n"]
+
+    with pytest.raises(Killed):
+        run(tmp_path / "b", killed_in_epoch_two)
+    resumed_lm, resumed = run(tmp_path / "b", killed_in_epoch_two)
+    assert full.best_epoch == resumed.best_epoch == 3
+    assert resumed.resumed_from == 1 and resumed.epochs == 3
+    a, b = lora_state(full_lm), lora_state(resumed_lm)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_adapter_save_and_reload_give_identical_outputs(
+    tiny_lm_dir, tiny_dataset, tmp_path
+) -> None:
+    lm, ds, book = _setup(tiny_lm_dir, tiny_dataset)
+    attach_lora(lm, LoraSettings(r=4, alpha=8, layers=1), seed=2)
+    _train(lm, ds, book, TrainSettings(lr=1e-2, batch_size=8, max_epochs=2), tmp_path / "w")
+    lm.peft.save_pretrained(str(tmp_path / "adapter"))
+    suffixes = [
+        book.suffix_ids(lm, q.text, "Question", CFG.max_input_tokens)
+        for q in ds.queries("test", "alpha-bio")[:3]
+    ]
+    before = beam_search(lm, lm.prefix_cache(book.prefix_ids), suffixes, trie=book.trie)
+
+    fresh, _, _ = _setup(tiny_lm_dir, tiny_dataset)
+    load_adapter(fresh, tmp_path / "adapter")
+    after = beam_search(fresh, fresh.prefix_cache(book.prefix_ids), suffixes, trie=book.trie)
+    assert after == before
+    base, _, _ = _setup(tiny_lm_dir, tiny_dataset)
+    assert beam_search(base, base.prefix_cache(book.prefix_ids), suffixes, trie=book.trie) != before
+
+
+def test_restricted_books_are_refused_unless_overridden(tiny_dataset) -> None:
+    ds = load(tiny_dataset)  # beta-law carries "no-llm-training"
+    with pytest.raises(SearchTomeError, match=r"beta-law.*no-llm-training.*restricted=exclude"):
+        training_books(ds, GenRetConfig())
+    assert training_books(ds, GenRetConfig(restricted="exclude")) == ["alpha-bio"]
+    assert training_books(ds, GenRetConfig(restricted="allow")) == ["alpha-bio", "beta-law"]
+
+
+def test_stair_run_is_deterministic_and_reuses_its_adapter(
+    tiny_lm_dir, tiny_dataset, tmp_path, monkeypatch
+) -> None:
+    from searchtome.commands.baselines import execute
+
+    one_thread()
+    overrides = {
+        "model": str(tiny_lm_dir),
+        "dtype": "float32",
+        "device": "cpu",
+        "restricted": "exclude",
+        "max_epochs": 2,
+        "lr": 0.01,
+        "dev_max_queries": 8,
+        "lora_layers": 0,
+    }
+    run1, _, info1 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
+    notes1 = info1["notes"]
+    assert notes1["epochs"] == 2 and not notes1.get("adapter_reused")
+    assert Path(notes1["adapter"], "adapter_config.json").is_file()
+    run2, _, info2 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
+    assert info2["notes"]["adapter_reused"] is True
+    assert run2.rankings == run1.rankings and run2.scores == run1.scores
+    # A fresh cache (nothing reused) trains the same adapter again under the same seed.
+    monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path / "other-home"))
+    (tmp_path / "other-home").mkdir()
+    run3, _, info3 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
+    assert not info3["notes"].get("adapter_reused")
+    assert run3.rankings == run1.rankings
+    for qid, scores in run1.scores.items():
+        assert run3.scores[qid] == pytest.approx(scores, abs=1e-5)
+    # Every query of both books gets valid leaves of its own book, three per query.
+    ds = load(tiny_dataset)
+    for qid, ids in run1.rankings.items():
+        book = ds.query_by_id[qid].book_id
+        assert len(ids) == 3 and all(i.startswith(book + "/") for i in ids)
+
+
+def test_exact_decoding_ranks_every_leaf(tiny_lm_dir, tiny_dataset, tmp_path) -> None:
+    from searchtome.baselines.generative.retriever import run_generative
+    from searchtome.baselines.registry import RunContext
+
+    one_thread()
+    ds = load(tiny_dataset)
+    cfg = GenRetConfig(
+        model=str(tiny_lm_dir), dtype="float32", device="cpu", train=False, decode="exact"
+    )
+    run = run_generative(
+        ds, "test", cfg, RunContext(cache_dir=tmp_path), system="stair", with_toc=True
+    )
+    for q in ds.queries("test"):
+        ids = run.rankings[q.query_id]
+        assert sorted(ids) == sorted(x.leaf_id for x in ds.leaves(q.book_id))
+        assert list(run.scores[q.query_id]) == sorted(run.scores[q.query_id], reverse=True)
+
+
+def test_free_decoding_keeps_invalid_outputs(tiny_lm_dir, tiny_dataset, tmp_path) -> None:
+    """Unconstrained decoding of an untrained model writes nonsense; it is kept and labelled."""
+    from searchtome.baselines.generative.common import is_invalid_id
+    from searchtome.baselines.generative.retriever import run_generative
+    from searchtome.baselines.registry import RunContext
+
+    one_thread()
+    ds = load(tiny_dataset)
+    cfg = GenRetConfig(
+        model=str(tiny_lm_dir),
+        dtype="float32",
+        device="cpu",
+        train=False,
+        decode="free",
+        max_output_tokens=6,
+        num_beams=2,
+    )
+    ctx = RunContext(cache_dir=tmp_path)
+    run = run_generative(ds, "test", cfg, ctx, system="stair", with_toc=True)
+    assert all(run.rankings[q.query_id] for q in ds.queries("test"))
+    first = [run.rankings[q.query_id][0] for q in ds.queries("test")]
+    assert any(is_invalid_id(i) for i in first)
+    assert ctx.notes["invalid_at_1"] == sum(is_invalid_id(i) for i in first)
+
+
+def test_paper_configs_parse() -> None:
+    from searchtome.baselines.generative.stair import DSIConfig, StairConfig, config_path
+
+    from searchtome.commands.baselines import make_config
+
+    stair = make_config(StairConfig, config_path("stair-mistral7b"))
+    assert stair.model == "mistralai/Mistral-7B-Instruct-v0.2"
+    assert (stair.lora_r, stair.lora_alpha, stair.max_epochs, stair.patience) == (16, 32, 200, 20)
+    assert stair.max_input_tokens == 14000 and stair.max_output_tokens == 64
+    assert stair.adapt_toc and stair.lora_layers == 0 and stair.dtype == "bfloat16"
+    dsi = make_config(DSIConfig, config_path("dsi-mistral7b"))
+    assert dsi.max_input_tokens == 512 and dsi.max_epochs == 200
+    with pytest.raises(SearchTomeError, match="did you mean"):
+        config_path("stair-mistral")

@@ -1,0 +1,101 @@
+"""Zero-shot LLM: lenient reply parsing, a real HTTP endpoint, the local model."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from searchtome.baselines.generative.common import IdentifierIndex, is_invalid_id
+from searchtome.baselines.generative.zeroshot import ZeroShotConfig, parse_reply, run_zeroshot
+from searchtome.baselines.registry import RunContext
+
+from searchtome.dataset.layout import load
+from searchtome.errors import SearchTomeError
+from tests.fixtures.fake_openai import FakeOpenAIServer
+from tests.fixtures.llm_helpers import tiny_lm_fixture  # noqa: F401
+
+
+def test_parse_reply_is_lenient_but_drops_nothing(tiny_dataset) -> None:
+    ds = load(tiny_dataset)
+    index = IdentifierIndex.for_book(ds.toc("alpha-bio"))
+    reply = (
+        "Here are the three most likely sections:\n"
+        "1. Cells > Membranes > Lipids\n"
+        '2. "Glycolysis"\n'
+        "3. Cells > Membranes\n"
+        "4. Organisms > Plants > Roots\n"
+    )
+    ids, kinds = parse_reply(reply, index, 3)
+    assert ids == ["alpha-bio/1.1.1", "alpha-bio/1.2.1", "alpha-bio/1.1"]
+    assert kinds == ["leaf", "leaf", "non-leaf"]
+    # A made-up section is kept as an invalid id; a repeated answer is merged.
+    ids, kinds = parse_reply("- Photosynthesis\n- Lipids\n- lipids\n- Roots", index, 3)
+    assert kinds == ["invalid", "leaf", "leaf"] and is_invalid_id(ids[0])
+    assert ids[1:] == ["alpha-bio/1.1.1", "alpha-bio/2.1.1"]
+    # Inline numbering on one line is split.
+    ids, _ = parse_reply("1. Lipids 2. Roots 3. Leaves", index, 3)
+    assert ids == ["alpha-bio/1.1.1", "alpha-bio/2.1.1", "alpha-bio/2.1.2"]
+    assert parse_reply("", index, 3) == ([], [])
+
+
+def test_endpoint_backend_over_http_with_cache(tiny_dataset, tmp_path) -> None:
+    ds = load(tiny_dataset)
+
+    def reply(messages, body):
+        text = messages[-1]["content"]
+        assert "Table of contents:" in text and "Question:" in text
+        if "Alpha Biology" in text:
+            return "1. Cells > Energy > Glycolysis\n2. Cells > Energy\n3. Mitochondria"
+        return "Contracts > Formation > Offer"
+
+    with FakeOpenAIServer(reply=reply, model="fake-model") as server:
+        cfg = ZeroShotConfig(backend="openai", model="fake-model", base_url=server.base_url)
+        ctx = RunContext(cache_dir=tmp_path)
+        run = run_zeroshot(ds, "test", cfg, ctx)
+        n_requests = len(server.chat_records())
+        assert n_requests == len(ds.queries("test"))
+        for q in ds.queries("test"):
+            ids = run.rankings[q.query_id]
+            if q.book_id == "alpha-bio":
+                assert ids[:2] == ("alpha-bio/1.2.1", "alpha-bio/1.2")
+                assert is_invalid_id(ids[2])
+            else:
+                assert ids == ("beta-law/1.1.1",)
+        assert ctx.notes["rank1_leaf"] == len(ds.queries("test"))
+        # A rerun answers from the cache: nothing new reaches the server.
+        again = run_zeroshot(ds, "test", cfg, RunContext(cache_dir=tmp_path))
+        assert again.rankings == run.rankings
+        assert len(server.chat_records()) == n_requests
+
+
+def test_endpoint_failures_are_reported_not_hidden(tiny_dataset, tmp_path) -> None:
+    from tests.fixtures.fake_openai import Fault
+
+    ds = load(tiny_dataset)
+    with FakeOpenAIServer(reply=lambda m, b: "Lipids") as server:
+        server.inject(Fault.http(500), times=100, match="Beta Law")
+        cfg = ZeroShotConfig(backend="openai", model="m", base_url=server.base_url, concurrency=4)
+        with pytest.raises(SearchTomeError, match=r"failed.*rerun to retry"):
+            run_zeroshot(ds, "test", cfg, RunContext(cache_dir=tmp_path))
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_local_backend_runs_in_process(tiny_lm_dir, tiny_dataset, tmp_path) -> None:
+    ds = load(tiny_dataset)
+    cfg = ZeroShotConfig(model=str(tiny_lm_dir), dtype="float32", device="cpu", max_new_tokens=12)
+    ctx = RunContext(cache_dir=tmp_path)
+    run = run_zeroshot(ds, "test", cfg, ctx)
+    assert set(run.rankings) == {q.query_id for q in ds.queries("test")}
+    counted = sum(ctx.notes[f"rank1_{k}"] for k in ("leaf", "non-leaf", "invalid", "empty"))
+    assert counted == len(ds.queries("test"))
+    assert ctx.notes["replies_generated"] == len(ds.queries("test"))
+    # Deterministic: greedy decoding gives the same replies again, with or without the cache.
+    fresh = RunContext(cache_dir=tmp_path / "fresh")
+    assert run_zeroshot(ds, "test", cfg, fresh).rankings == run.rankings
+    # A rerun (or a run resumed after a kill) reads stored replies instead of generating them.
+    again = RunContext(cache_dir=tmp_path)
+    assert run_zeroshot(ds, "test", cfg, again).rankings == run.rankings
+    assert again.notes["replies_generated"] == 0
+    longer = RunContext(cache_dir=tmp_path)
+    run_zeroshot(ds, "test", replace(cfg, max_new_tokens=13), longer)  # settings are in the key
+    assert longer.notes["replies_cached"] == 0

@@ -1,0 +1,38 @@
+"""``searchtome demo --quick`` end to end (CI's integration test), then the cached rerun."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from searchtome.cli import main
+from searchtome.commands.demo import PROFILES
+
+
+def test_demo_quick_builds_runs_every_baseline_and_reruns_from_caches(tmp_path, capsys) -> None:
+    out = tmp_path / "demo"
+    assert main(["--no-progress", "demo", "--quick", "--out", str(out)]) == 0
+    first = capsys.readouterr()
+    board = json.loads((out / "leaderboard" / "leaderboard.json").read_text())
+    systems = {s["system"] for s in board["systems"]}
+    assert systems == set(PROFILES["quick"].baselines) and len(systems) == 7
+    assert not board["rejected"]
+    for s in board["systems"]:
+        assert 0.0 <= s["aggregate"]["R@1"] <= 1.0
+    # The lexical baseline must find real questions' sections far above chance (~1/20).
+    bm25 = next(s for s in board["systems"] if s["system"] == "bm25")
+    assert bm25["aggregate"]["R@1"] > 0.3
+    assert (out / "leaderboard" / "index.html").is_file()
+    assert "leaderboard:" in first.out
+    assert any(line.split()[1:2] == ["bm25"] for line in first.out.splitlines() if line.strip())
+
+    assert main(["--no-progress", "demo", "--quick", "--out", str(out)]) == 0
+    rerun = capsys.readouterr()
+    assert rerun.err.count("up to date, reused") == 7, rerun.err
+    # Same data, same submissions: the rerun's leaderboard has the same figures.
+    again = json.loads((out / "leaderboard" / "leaderboard.json").read_text())
+    assert [s["aggregate"] for s in again["systems"]] == [s["aggregate"] for s in board["systems"]]

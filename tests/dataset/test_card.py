@@ -1,0 +1,206 @@
+"""The dataset card: generated content, merging with a user's card, and datasets.load_dataset."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from searchtome.dataset.card import BEGIN, END, build_card, hf_license, size_category, write_card
+from searchtome.dataset.layout import load, verify_manifest, write_manifest
+from searchtome.io import read_json
+from searchtome.records import SPLITS
+
+
+@pytest.fixture
+def data(tiny_dataset: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "data"
+    shutil.copytree(tiny_dataset, out)
+    return out
+
+
+def _header(card: str) -> dict:
+    _, head, _ = card.split("---\n", 2)
+    return yaml.safe_load(head)
+
+
+@pytest.fixture
+def offline_datasets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return tmp_path / "hf-datasets-cache"
+
+
+def test_load_dataset_configs_work_unchanged(data: Path, offline_datasets: Path) -> None:
+    from datasets import load_dataset
+
+    write_card(data)
+    ds = load(data)
+    kw = {"cache_dir": str(offline_datasets)}
+    corpus = load_dataset(str(data), "corpus", split="corpus", **kw)
+    assert corpus.num_rows == len(ds.leaves())
+    assert corpus[0]["leaf_id"] == ds.leaves()[0].leaf_id
+    queries = load_dataset(str(data), "queries", **kw)
+    assert {s: queries[s].num_rows for s in queries} == {s: len(ds.queries(s)) for s in SPLITS}
+    qrels = load_dataset(str(data), "default", split="test", **kw)
+    assert qrels.column_names == ["query-id", "corpus-id", "score"]
+    assert {r["query-id"]: r["corpus-id"] for r in qrels} == {
+        q.query_id: q.leaf_id for q in ds.queries("test")
+    }
+    assert set(load_dataset(str(data), **kw)) == set(SPLITS)  # no name → "default" (qrels)
+    books = load_dataset(str(data), "books", split="books", **kw)
+    assert books["book_id"] == ["alpha-bio", "beta-law"]
+    toc = load_dataset(str(data), "toc", split="toc", **kw)
+    assert toc.num_rows == sum(len(ds.toc(b)) for b in ds.book_ids())
+    assert not all(toc["is_leaf"])
+    for name in ("paragraphs", "units"):
+        assert load_dataset(str(data), name, split=name, **kw).num_rows > 0
+
+
+def test_generated_content(data: Path) -> None:
+    card = write_card(data).read_text()
+    meta = _header(card)
+    assert meta["license"] == ["cc-by-4.0", "cc-by-nc-sa-4.0"]
+    assert meta["task_categories"] == ["text-retrieval"]
+    assert [c["config_name"] for c in meta["configs"]] == [
+        "default",
+        "corpus",
+        "queries",
+        "books",
+        "toc",
+        "paragraphs",
+        "units",
+    ]
+    ds = load(data)
+    # Books table with licence and restrictions; counts per domain and split.
+    assert "| `beta-law` | Beta Law | Law | CC BY-NC-SA 4.0 | no-llm-training |" in card
+    law = [ln for ln in card.splitlines() if ln.startswith("| Law |")]
+    law_counts = [len(ds.queries(s, "beta-law")) for s in SPLITS]
+    assert law == [
+        f"| Law | 1 | {len(ds.leaves('beta-law'))} | " + " | ".join(map(str, law_counts)) + " |"
+    ]
+    assert "non-commercial" in card
+    assert "eprint        = {2609.03874}" in card and "@misc{kumar2026stair," in card
+    assert card.count("{") == card.count("}")
+    assert "R@1" in card and "nDCG@3" in card and "searchtome score" in card
+    # The manifest now also covers the card.
+    assert verify_manifest(data) == []
+    assert "README.md" in read_json(data / "manifest.json")["files"]
+
+
+def test_generation_procedure_from_manifest(data: Path) -> None:
+    info = {
+        k: v for k, v in read_json(data / "manifest.json").items() if k not in ("files", "format")
+    }
+    info["generation"] = {
+        "model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "endpoint_kind": "local transformers serve",
+        "prompt_version": "questions-v1",
+        "seed": 13,
+        "filters": {"duplicate": 4, "too_short": 1},
+    }
+    info["split_rule"] = "grouped by generation unit"
+    write_manifest(data, info)
+    card = write_card(data).read_text()
+    assert "| prompt_version | questions-v1 |" in card
+    assert "| endpoint_kind | local transformers serve |" in card
+    assert "| seed | 13 |" in card
+    assert '"duplicate": 4' in card
+    assert "| rule | grouped by generation unit |" in card
+    assert "Demo-quality questions" in card
+
+
+USER_CARD = """---
+license: mit
+pretty_name: My SearchTome build
+tags:
+- my-tag
+configs:
+- config_name: corpus
+  data_files:
+  - split: corpus
+    path: corpus.parquet
+  sample_by: paragraph
+- config_name: notes
+  data_files: notes.csv
+---
+
+# My build
+
+Intro written by me, before any generated text.
+"""
+
+
+def test_merge_keeps_user_text_and_configs(data: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (data / "README.md").write_text(USER_CARD)
+    first = write_card(data).read_text()
+    meta = _header(first)
+    names = [c["config_name"] for c in meta["configs"]]
+    assert names.count("corpus") == 1 and "notes" in names and "queries" in names
+    corpus_cfg = next(c for c in meta["configs"] if c["config_name"] == "corpus")
+    assert corpus_cfg["sample_by"] == "paragraph", "the user's own config entry is kept"
+    assert {"config_name": "notes", "data_files": "notes.csv"} in meta["configs"]
+    assert meta["pretty_name"] == "My build" or meta["pretty_name"] == "My SearchTome build"
+    assert meta["tags"][0] == "my-tag" and "searchtome" in meta["tags"]
+    assert meta["license"] != "mit" and "license: 'mit' replaced" in caplog.text
+    assert "Intro written by me, before any generated text." in first
+    assert first.index("Intro written by me") < first.index(BEGIN)
+
+    # Text added after the block survives, the block is replaced (not duplicated), reruns are
+    # stable.
+    with_tail = first + "\n## My own section\n\nStays.\n"
+    (data / "README.md").write_text(with_tail)
+    second = write_card(data).read_text()
+    assert second.count(BEGIN) == 1 and second.count(END) == 1
+    assert second.endswith("## My own section\n\nStays.\n")
+    assert write_card(data).read_text() == second
+
+
+def test_merge_replaces_an_edited_block(data: Path) -> None:
+    write_card(data)
+    card = (data / "README.md").read_text()
+    tampered = card.replace("## Task", "## Task (edited inside the block)")
+    text, _ = build_card(data, existing=tampered)
+    assert "edited inside the block" not in text
+    assert text == card
+
+
+def test_card_is_deterministic(tiny_dataset: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(tiny_dataset, a)
+    shutil.copytree(tiny_dataset, b)
+    assert write_card(a).read_bytes() == write_card(b).read_bytes()
+    assert (a / "manifest.json").read_bytes() == (b / "manifest.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("CC BY-NC-SA 4.0", "cc-by-nc-sa-4.0"),
+        ("CC-BY-4.0", "cc-by-4.0"),
+        ("Creative Commons Attribution 4.0 International", "cc-by-4.0"),
+        ("Creative Commons Attribution-NonCommercial-ShareAlike 4.0", "cc-by-nc-sa-4.0"),
+        ("CC BY-NC-ND 3.0", "cc-by-nc-nd-3.0"),
+        ("CC0", "cc0-1.0"),
+        ("CC BY-SA", "other"),
+        ("MIT", "mit"),
+        ("CC BY-XYZ 4.0", "other"),
+        ("CC BY 4.0", "cc-by-4.0"),
+        ("cc-by-sa-4.0", "cc-by-sa-4.0"),
+        ("All rights reserved", "other"),
+        ("", "other"),
+    ],
+)
+def test_hf_license(name: str, expected: str) -> None:
+    assert hf_license(name) == expected
+
+
+def test_size_category() -> None:
+    assert size_category(999) == "n<1K"
+    assert size_category(3214) == "1K<n<10K"
+    assert size_category(10_000) == "10K<n<100K"

@@ -1,0 +1,46 @@
+"""The runs committed in ``submissions/`` validate and reproduce the committed leaderboard.
+
+The Whole Child data are not in the repository (CC BY-NC-SA); the test imports them from the
+reproduction's release in ``../shared/`` exactly as the README says, then regenerates the
+leaderboard and checks it against ``leaderboard/whole-child/expected.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from searchtome.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+PEER = ROOT.parent / "shared" / "peer" / "whole-child"
+BOARD = ROOT / "leaderboard" / "whole-child"
+BASELINES = {"bm25", "dpr", "navtree", "toc-navtree", "stair", "dsi", "zeroshot-llm"}
+
+
+def _committed() -> set[str]:
+    return {p.name for p in (ROOT / "submissions").iterdir() if (p / "meta.json").is_file()}
+
+
+def test_every_baseline_has_a_committed_run() -> None:
+    assert _committed() >= BASELINES
+    for name in _committed():
+        meta = json.loads((ROOT / "submissions" / name / "meta.json").read_text())
+        assert meta["system"] == name and meta["split"] == "test"
+        assert "whole-child" in meta["dataset_revision"]
+
+
+@pytest.mark.skipif(not PEER.is_dir(), reason="needs ../shared/peer/whole-child")
+def test_committed_runs_reproduce_the_committed_leaderboard(tmp_path, capsys) -> None:
+    data = tmp_path / "whole-child"
+    assert main(["--no-progress", "import", "repro", str(PEER), "--out", str(data)]) == 0
+    out = tmp_path / "board"
+    args = ["--no-progress", "leaderboard", "--data", str(data)]
+    args += ["--submissions", str(ROOT / "submissions"), "--out", str(out)]
+    assert main([*args, "--check", str(BOARD / "expected.json")]) == 0
+    board = json.loads((out / "leaderboard.json").read_text())
+    assert not board["rejected"]
+    assert {s["system"] for s in board["systems"]} == _committed()
+    assert (out / "leaderboard.md").read_text() == (BOARD / "leaderboard.md").read_text()
