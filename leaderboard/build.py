@@ -22,11 +22,11 @@ from searchtome.leaderboard.significance import OVERALL, ComparisonReport, compa
 from searchtome.submissions.format import META_FILE, PREDICTION_FILES
 from searchtome.submissions.validate import ValidationReport, validate_submission
 
-from searchtome.version import __version__
 from searchtome.dataset.layout import Dataset, load
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, atomic_write, dumps, read_json, write_json
 from searchtome.metrics.measures import TIE_RULE
+from searchtome.version import __version__
 
 log = logging.getLogger(__name__)
 

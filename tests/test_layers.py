@@ -74,9 +74,11 @@ def _module_files() -> Iterator[tuple[str, Path]]:
     for package, folder in PACKAGE_DIRS.items():
         for path in sorted(folder.rglob("*.py")):
             rel = path.relative_to(folder).with_suffix("").parts
-            if package == "searchtome.submissions" and len(rel) > 1 and not (
-                folder / rel[0] / "__init__.py"
-            ).exists():
+            if (
+                package == "searchtome.submissions"
+                and len(rel) > 1
+                and not (folder / rel[0] / "__init__.py").exists()
+            ):
                 continue  # submitted runs, not code
             if package == "searchtome" and rel[0] in ("baselines", "leaderboard", "submissions"):
                 continue
@@ -255,7 +257,10 @@ def size_tables(limit_module: int = 600, limit_function: int = 100) -> str:
     """Modules over ``limit_module`` lines and functions over ``limit_function`` lines."""
     modules = collect()
     sizes = sorted(
-        ((len(m.path.read_text().splitlines()), m.path.relative_to(ROOT)) for m in modules.values()),
+        (
+            (len(m.path.read_text().splitlines()), m.path.relative_to(ROOT))
+            for m in modules.values()
+        ),
         reverse=True,
     )
     functions = []

@@ -202,7 +202,7 @@ def render_spec(sample: SampleBook) -> Any:
     Chapters print as "Chapter N Title" and sections as "N.M Title" while the outline keeps the
     bare titles, as many real books do; a title page precedes the first chapter.
     """
-    from searchtome.sample.books import render
+    from searchtome.sample import render
 
     def convert(section: SampleSection, ordinal: tuple[int, ...]) -> Any:
         if len(ordinal) == 1:
@@ -236,7 +236,7 @@ def _render_key(sample: SampleBook) -> str:
     """Everything the PDF bytes depend on: content, renderer code, PyMuPDF version."""
     import pymupdf
 
-    from searchtome.sample.books import render
+    from searchtome.sample import render
 
     renderer = Path(render.__file__).read_bytes()
     return stable_hash(
@@ -256,7 +256,7 @@ def render_sample(out_dir: PathLike, book_ids: list[str] | None = None) -> dict[
     is re-rendered when either no longer matches.
     """
     from searchtome.io import sha256_file
-    from searchtome.sample.books import render
+    from searchtome.sample import render
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

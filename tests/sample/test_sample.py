@@ -158,7 +158,7 @@ def test_extraction_recovers_every_leaf_text(rendered: dict[str, Path]) -> None:
 def test_render_is_deterministic_and_skips_unchanged_books(
     rendered: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from searchtome.sample.books import render
+    from searchtome.sample import render
 
     again = render_sample(tmp_path, ["law-primer"])
     assert list(again) == ["law-primer"]
