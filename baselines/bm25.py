@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 from searchtome.baselines.registry import RunContext, register
-from searchtome.baselines.text import Analyzer, title_path
+from searchtome.baselines.text import Analyzer
 
 from searchtome.errors import SearchTomeError
 from searchtome.records import Run
+from searchtome.titles import title_path
 
 log = logging.getLogger(__name__)
 

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 from searchtome.baselines.encoders import Encoder, EncoderConfig
 from searchtome.baselines.registry import RunContext, register
-from searchtome.baselines.text import title_path
 
 from searchtome.errors import SearchTomeError
 from searchtome.records import Run
+from searchtome.titles import title_path
 
 log = logging.getLogger(__name__)
 

@@ -56,11 +56,12 @@ from searchtome.baselines.bm25 import BM25Config, BM25Index, rank_desc
 from searchtome.baselines.dpr import flat_index, search_all
 from searchtome.baselines.encoders import Encoder, EncoderConfig
 from searchtome.baselines.registry import RunContext, register
-from searchtome.baselines.text import pack_sentences, split_sentences, title_path
+from searchtome.baselines.text import pack_sentences, split_sentences
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
 from searchtome.records import Run
+from searchtome.titles import title_path
 
 log = logging.getLogger(__name__)
 

@@ -387,8 +387,3 @@ def pack_sentences(
     if current:
         chunks.append(current)
     return chunks
-
-
-def title_path(path: Sequence[str]) -> str:
-    """``("Chapter 1", "Cells", "Lipids")`` → ``Chapter 1 > Cells > Lipids``."""
-    return " > ".join(p.strip() for p in path if p.strip())

@@ -20,10 +20,10 @@ import time
 import numpy as np
 from searchtome.leaderboard.significance import compare
 
-from searchtome.metrics.measures import Qrels, evaluate_arrays
+from searchtome.metrics import DEFAULT_MEASURES, Qrels, evaluate_arrays
 from searchtome.records import Run
 
-SCORED = ("R@1", "R@3", "R@5", "nDCG@3", "RR@10")
+SCORED = DEFAULT_MEASURES
 TESTED = ("R@1", "R@3", "nDCG@3")
 RANX_NAMES = {"R@1": "recall@1", "R@3": "recall@3", "nDCG@3": "ndcg@3"}
 

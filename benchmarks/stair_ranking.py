@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _import_baselines()
     import torch
+    from searchtome.baselines.generative.beam import beam_search
     from searchtome.baselines.generative.common import (
         STAIR_INSTRUCTION,
         PromptTemplate,
@@ -147,12 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         leaf_identifiers,
         serialize_toc,
     )
-    from searchtome.baselines.generative.engine import (
-        beam_search,
-        rank_from_scores,
-        score_trie,
-        score_uncached,
-    )
+    from searchtome.baselines.generative.engine import rank_from_scores, score_trie, score_uncached
 
     from searchtome.settings import set_progress
 

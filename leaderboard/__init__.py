@@ -2,6 +2,11 @@
 
 >>> from searchtome.leaderboard import build_leaderboard, compare, score_runs
 
+Layers inside the package, lowest first: ``text`` (escaping, number formatting); ``scoring``
+(the scoreboard), ``comparison`` (the test report) and ``significance`` (the tests); ``results``
+(the result types); ``analyses``, ``figures``, ``markdown``, ``html`` and ``render`` (outputs);
+``build`` (the whole pipeline).
+
 Names are resolved lazily, so the CLI can register its commands without importing numpy or
 matplotlib.
 """
@@ -11,11 +16,11 @@ from __future__ import annotations
 from searchtome.lazy import lazy_exports
 
 _EXPORTS = {
-    "LeaderboardResult": "build",
+    "LeaderboardResult": "results",
     "build_leaderboard": "build",
     "Scoreboard": "scoring",
     "score_runs": "scoring",
-    "ComparisonReport": "significance",
+    "ComparisonReport": "comparison",
     "compare": "significance",
 }
 

@@ -7,14 +7,11 @@ import io
 from typing import Any
 
 from searchtome.leaderboard.scoring import Scoreboard
+from searchtome.leaderboard.text import percent
 
 from searchtome.io import dumps
 
 PERCENT_NOTE = "values in % ({agg})"
-
-
-def _fmt(value: float) -> str:
-    return f"{value * 100:.1f}"
 
 
 def _text_table(header: list[str], rows: list[list[str]]) -> str:
@@ -45,7 +42,7 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
     for s in board.systems:
         values = board.aggregate(s.system)
         answered = f"{int(s.answered.sum())}/{len(board.query_ids)}"
-        rows.append([s.system, answered, *(_fmt(values[m]) for m in names)])
+        rows.append([s.system, answered, *(percent(values[m]) for m in names)])
     out = [
         f"{board.split} split, {len(board.query_ids):,} queries; " + PERCENT_NOTE.format(agg=agg)
     ]
@@ -57,7 +54,7 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
                 [
                     domain,
                     str(int((board.queries.domain == domain).sum())),
-                    *(_fmt(v[m]) for m in names),
+                    *(percent(v[m]) for m in names),
                 ]
                 for domain, v in board.per_domain(s.system).items()
             ]

@@ -20,20 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from searchtome.dataset.layout import Dataset
-from searchtome.errors import SearchTomeError
-from searchtome.metrics.measures import (
-    DEFAULT_MEASURES,
-    Qrels,
-    evaluate_arrays,
-    measure_names,
-    tied_queries,
-)
+from searchtome.dataset.loader import Dataset
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.metrics.measures import DEFAULT_MEASURES, measure_names
+from searchtome.metrics.qrels import Qrels
+from searchtome.metrics.scorer import evaluate_arrays
+from searchtome.metrics.structure import STRUCTURE_MEASURES, structure_flags
+from searchtome.metrics.ties import tied_queries
 from searchtome.records import Run, Submission
 
 log = logging.getLogger(__name__)
-
-STRUCTURE_MEASURES: tuple[str, ...] = ("NonLeaf@1", "NonLeaf@3", "Invalid@1", "Invalid@3")
 
 
 @dataclass
@@ -106,8 +102,6 @@ class Scoreboard:
         for s in self.systems:
             if s.system == system:
                 return s
-        from searchtome.errors import unknown_name
-
         raise unknown_name("system", system, [s.system for s in self.systems])
 
     def micro(self, system: str) -> dict[str, float]:
@@ -163,28 +157,6 @@ class Scoreboard:
         return out
 
 
-def structure_flags(
-    rankings: Mapping[str, Sequence[str]], dataset: Dataset, query_ids: Sequence[str]
-) -> dict[str, np.ndarray]:
-    """Per-query 0/1: non-leaf / invalid id at rank 1 and anywhere in the top 3."""
-    from searchtome.submissions.validate import classify
-
-    nodes = dataset.nodes
-    queries = dataset.query_by_id
-    out = {m: np.zeros(len(query_ids)) for m in STRUCTURE_MEASURES}
-    for i, qid in enumerate(query_ids):
-        ranking = rankings.get(qid)
-        if not ranking:
-            continue
-        book = queries[qid].book_id
-        kinds = [classify(doc, book, nodes) for doc in ranking[:3]]
-        out["NonLeaf@1"][i] = kinds[0] == "non_leaf"
-        out["Invalid@1"][i] = kinds[0] == "invalid"
-        out["NonLeaf@3"][i] = "non_leaf" in kinds
-        out["Invalid@3"][i] = "invalid" in kinds
-    return out
-
-
 def score_runs(
     runs: Sequence[Run | Submission],
     *,
@@ -199,7 +171,7 @@ def score_runs(
             "score against either a dataset (--data) or qrels (--qrels), not both"
         )
     # The structure counts are always computed; naming them in ``measures`` is allowed.
-    names = measure_names([m for m in measures if m not in STRUCTURE_MEASURES])
+    names = [m for m in measure_names(measures) if m not in STRUCTURE_MEASURES]
     table = QueryTable.from_dataset(data, split) if data is not None else None
     if qrels is None:
         assert data is not None

@@ -25,18 +25,17 @@ sizes.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal
 
 import numpy as np
+from searchtome.leaderboard.comparison import OVERALL, ComparisonReport, PairTest
 
-from searchtome.errors import SearchTomeError
+from searchtome.errors import SearchTomeError, unknown_name
 
 BLOCK = 512  # sign vectors drawn at a time; part of the seeded stream's definition
-OVERALL = "overall"
 Correction = Literal["holm", "bh", "none"]
 
 
@@ -142,13 +141,6 @@ _SIGN_TABLE = 1.0 - 2.0 * np.unpackbits(
     np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little"
 ).astype(np.float64)
 _POPCOUNT8 = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
-
-
-def _fmt_p(p: float) -> str:
-    """Two significant digits: Monte Carlo p-values carry no more (0.0008, not 0.0007999)."""
-    if math.isnan(p):
-        return "–"
-    return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
 
 
 def _popcount_sums(words: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -357,232 +349,78 @@ class Engine:
         return low, high
 
 
-# -- the report -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PairTest:
-    scope: str
-    measure: str
-    a: str
-    b: str
-    mean_a: float
-    mean_b: float
-    diff: float
-    ci_low: float
-    ci_high: float
-    p: float
-    p_adjusted: float
-    significant: bool
-    family: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-_SUPERSCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-def _letter(i: int) -> str:
-    letters = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        letters = _SUPERSCRIPT_LETTERS[r] + letters
-    return letters
-
-
-def _latex_escape(text: str) -> str:
-    repl = {
-        "\\": r"\textbackslash{}",
-        "&": r"\&",
-        "%": r"\%",
-        "$": r"\$",
-        "#": r"\#",
-        "_": r"\_",
-        "{": r"\{",
-        "}": r"\}",
-        "~": r"\textasciitilde{}",
-        "^": r"\textasciicircum{}",
-    }
-    return "".join(repl.get(ch, ch) for ch in text)
-
-
-def _md_escape(text: str) -> str:
-    return (
-        text.replace("\\", "\\\\")
-        .replace("|", "\\|")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace("\n", " ")
-    )
-
-
-@dataclass
-class ComparisonReport:
-    """Means, pairwise tests and intervals; renders to markdown, LaTeX and JSON.
-
-    In the summary table each system has a letter; a cell's superscript lists the letters of the
-    systems it beats significantly on that measure and scope (adjusted p < alpha).
-    """
-
-    systems: list[str]
-    measures: list[str]
-    scopes: list[str]
-    means: dict[str, dict[str, dict[str, float]]]  # scope → system → measure → mean
-    n_queries: dict[str, int]
-    tests: list[PairTest]
-    settings: dict[str, Any]
-
-    def test(self, a: str, b: str, measure: str, scope: str = OVERALL) -> PairTest:
-        for t in self.tests:
-            if t.measure == measure and t.scope == scope and {t.a, t.b} == {a, b}:
-                return t
-        raise KeyError((a, b, measure, scope))
-
-    def wins(self, scope: str, measure: str) -> dict[str, list[str]]:
-        """System → systems it beats significantly."""
-        out: dict[str, list[str]] = {s: [] for s in self.systems}
-        for t in self.tests:
-            if t.scope != scope or t.measure != measure or not t.significant:
-                continue
-            if t.diff > 0:
-                out[t.a].append(t.b)
-            elif t.diff < 0:
-                out[t.b].append(t.a)
-        return out
-
-    def letters(self) -> dict[str, str]:
-        return {s: _letter(i) for i, s in enumerate(self.systems)}
-
-    # -- rendering --
-    def _settings_line(self) -> str:
-        s = self.settings
-        kind = "exact enumeration" if s.get("exact") else f"B = {s['permutations']:,} sign flips"
-        return (
-            f"Paired randomization test (two-sided, {kind}, seed {s['seed']}); "
-            f"{s['correction_name']} correction per family ({s['family_description']}); "
-            f"alpha = {s['alpha']}; {int(s['ci_level'] * 100)}% paired-bootstrap intervals "
-            f"({s['bootstrap']:,} resamples); statistic: {s['statistic']}."
-        )
-
-    def to_markdown(self, scale: float = 100.0, digits: int = 1) -> str:
-        letters = self.letters()
-        lines = [f"## Significance: {', '.join(self.systems)}", "", self._settings_line(), ""]
-        for scope in self.scopes:
-            lines.append(f"### {scope} ({self.n_queries[scope]:,} queries)")
-            lines.append("")
-            lines.append("| | System | " + " | ".join(self.measures) + " |")
-            lines.append("|---|---|" + "---:|" * len(self.measures))
-            wins = {m: self.wins(scope, m) for m in self.measures}
-            for system in self.systems:
-                cells = []
-                for m in self.measures:
-                    value = f"{self.means[scope][system][m] * scale:.{digits}f}"
-                    beaten = "".join(letters[x] for x in self.systems if x in wins[m][system])
-                    cells.append(f"{value}<sup>{beaten}</sup>" if beaten else value)
-                lines.append(
-                    f"| {letters[system]} | {_md_escape(system)} | " + " | ".join(cells) + " |"
-                )
-            lines.append("")
-        lines.append("### Pairwise tests")
-        lines.append("")
-        lines.append("| Scope | Measure | A | B | A − B | 95% CI | p | p adj. | |")
-        lines.append("|---|---|---|---|---:|---|---:|---:|---|")
-        for t in self.tests:
-            ci = (
-                f"[{t.ci_low * scale:+.{digits + 1}f}, {t.ci_high * scale:+.{digits + 1}f}]"
-                if not math.isnan(t.ci_low)
-                else "–"
-            )
-            lines.append(
-                f"| {_md_escape(t.scope)} | {t.measure} | {_md_escape(t.a)} | {_md_escape(t.b)} | "
-                f"{t.diff * scale:+.{digits + 1}f} | {ci} | {_fmt_p(t.p)} | {_fmt_p(t.p_adjusted)} | "
-                f"{'*' if t.significant else ''} |"
-            )
-        lines.append("")
-        return "\n".join(lines)
-
-    def to_latex(self, scale: float = 100.0, digits: int = 1, scope: str = OVERALL) -> str:
-        letters = self.letters()
-        wins = {m: self.wins(scope, m) for m in self.measures}
-        cols = "ll" + "r" * len(self.measures)
-        out = [
-            "% " + self._settings_line(),
-            r"\begin{table}[t]",
-            r"\centering",
-            rf"\begin{{tabular}}{{{cols}}}",
-            r"\toprule",
-            " & System & " + " & ".join(_latex_escape(m) for m in self.measures) + r" \\",
-            r"\midrule",
-        ]
-        for system in self.systems:
-            cells = []
-            best = {m: max(self.means[scope][s][m] for s in self.systems) for m in self.measures}
-            for m in self.measures:
-                value = self.means[scope][system][m]
-                text = f"{value * scale:.{digits}f}"
-                if value == best[m]:
-                    text = rf"\textbf{{{text}}}"
-                beaten = "".join(letters[x] for x in self.systems if x in wins[m][system])
-                cells.append(f"{text}$^{{{beaten}}}$" if beaten else text)
-            out.append(
-                f"{letters[system]} & {_latex_escape(system)} & " + " & ".join(cells) + r" \\"
-            )
-        out += [
-            r"\bottomrule",
-            r"\end{tabular}",
-            rf"\caption{{{_latex_escape(scope)}: {self.n_queries[scope]:,} queries. Superscripts "
-            rf"mark systems beaten significantly ({_latex_escape(self.settings['correction_name'])}"
-            rf"-corrected paired randomization test, $\alpha={self.settings['alpha']}$).}}",
-            r"\end{table}",
-        ]
-        return "\n".join(out) + "\n"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "systems": list(self.systems),
-            "measures": list(self.measures),
-            "scopes": list(self.scopes),
-            "n_queries": dict(self.n_queries),
-            "means": self.means,
-            "tests": [t.to_dict() for t in self.tests],
-            "settings": dict(self.settings),
-        }
-
-    def to_json(self) -> str:
-        from searchtome.io import dumps
-
-        return dumps(_json_safe(self.to_dict()))
-
-    def render(self, fmt: str = "markdown") -> str:
-        if fmt == "markdown":
-            return self.to_markdown()
-        if fmt == "latex":
-            return self.to_latex()
-        if fmt == "json":
-            return self.to_json()
-        raise SearchTomeError(f"unknown report format {fmt!r}; use markdown, latex or json")
-
-    def __str__(self) -> str:
-        return self.to_markdown()
-
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_json_safe(v) for v in obj]
-    return obj
-
-
+_CORRECTION_NAMES = {"holm": "Holm–Bonferroni", "bh": "Benjamini–Hochberg", "none": "no"}
 _FAMILY_TEXT = {
     "measure": "one family per measure and level: all overall pairs of a measure, or all "
     "(pair, domain) tests of a measure",
     "all": "every test in the report is one family",
 }
+
+
+def _score_matrix(
+    per_query: Mapping[str, Mapping[str, Sequence[float] | np.ndarray]],
+    systems: list[str],
+    measures: list[str],
+) -> tuple[np.ndarray, dict[tuple[str, str], int]]:
+    """Queries × (system, measure) columns, measure-major, and each column's index."""
+    for s in systems:
+        for m in measures:
+            if m not in per_query[s]:
+                raise SearchTomeError(f"system {s!r} has no per-query values for {m}")
+    n = len(np.asarray(per_query[systems[0]][measures[0]]))
+    if n == 0:
+        raise SearchTomeError("no queries to compare")
+    columns: list[tuple[str, str]] = [(s, m) for m in measures for s in systems]
+    col = {key: i for i, key in enumerate(columns)}
+    X = np.empty((n, len(columns)))
+    for (s, m), i in col.items():
+        values = np.asarray(per_query[s][m], dtype=np.float64)
+        if values.shape != (n,):
+            raise SearchTomeError(f"system {s!r}, {m}: {values.size} values for {n} queries")
+        X[:, i] = values
+    return X, col
+
+
+def _pair_tests(
+    engine: Engine,
+    pair_keys: list[tuple[str, str, str]],
+    family_of: Callable[[str, str], str],
+    correction: Correction,
+    alpha: float,
+    ci_level: float,
+) -> tuple[list[PairTest], dict[str, list[int]]]:
+    """One test per scope and pair, p-values adjusted within each family."""
+    pvals, _ = engine.pvalues()
+    low, high = engine.intervals(ci_level)
+    obs = engine.observed()
+    records: list[dict[str, Any]] = []
+    for si, scope in enumerate(engine.scopes):
+        for pi, (a, b, m) in enumerate(pair_keys):
+            ia, ib = engine.pairs[pi]
+            records.append(
+                {
+                    "scope": scope,
+                    "measure": m,
+                    "a": a,
+                    "b": b,
+                    "mean_a": float(obs[si, ia]),
+                    "mean_b": float(obs[si, ib]),
+                    "diff": float(obs[si, ia] - obs[si, ib]),
+                    "ci_low": float(low[si, pi]),
+                    "ci_high": float(high[si, pi]),
+                    "p": float(pvals[si, pi]),
+                    "family": family_of(scope, m),
+                }
+            )
+    by_family: dict[str, list[int]] = {}
+    for i, r in enumerate(records):
+        by_family.setdefault(r["family"], []).append(i)
+    for idx in by_family.values():
+        adjusted = adjust([records[i]["p"] for i in idx], correction)
+        for i, value in zip(idx, adjusted, strict=True):
+            records[i]["p_adjusted"] = float(value)
+            records[i]["significant"] = bool(value < alpha)
+    return [PairTest(**r) for r in records], by_family
 
 
 def compare(
@@ -613,24 +451,8 @@ def compare(
         measures = list(next(iter(per_query.values())))
     measures = list(measures)
     if control is not None and control not in systems:
-        from searchtome.errors import unknown_name
-
         raise unknown_name("control system", control, systems)
-    for s in systems:
-        for m in measures:
-            if m not in per_query[s]:
-                raise SearchTomeError(f"system {s!r} has no per-query values for {m}")
-    n = len(np.asarray(per_query[systems[0]][measures[0]]))
-    if n == 0:
-        raise SearchTomeError("no queries to compare")
-    columns: list[tuple[str, str]] = [(s, m) for m in measures for s in systems]
-    col = {key: i for i, key in enumerate(columns)}
-    X = np.empty((n, len(columns)))
-    for (s, m), i in col.items():
-        values = np.asarray(per_query[s][m], dtype=np.float64)
-        if values.shape != (n,):
-            raise SearchTomeError(f"system {s!r}, {m}: {values.size} values for {n} queries")
-        X[:, i] = values
+    X, col = _score_matrix(per_query, systems, measures)
     if control is not None:
         system_pairs = [(control, s) for s in systems if s != control]
     else:
@@ -638,64 +460,32 @@ def compare(
     pair_keys = [(a, b, m) for m in measures for a, b in system_pairs]
     pairs = [(col[a, m], col[b, m]) for a, b, m in pair_keys]
     engine = Engine(X, groups, pairs, permutations, bootstrap, seed)
-    pvals, n_vectors = engine.pvalues()
-    low, high = engine.intervals(ci_level)
-    obs = engine.observed()
-    scopes = engine.scopes
 
     def family_of(scope: str, measure: str) -> str:
         if family == "all":
             return "all"
         return f"{measure}/{'overall' if scope == OVERALL else 'per-domain'}"
 
-    records: list[dict[str, Any]] = []
-    for si, scope in enumerate(scopes):
-        for pi, (a, b, m) in enumerate(pair_keys):
-            ia, ib = pairs[pi]
-            records.append(
-                {
-                    "scope": scope,
-                    "measure": m,
-                    "a": a,
-                    "b": b,
-                    "mean_a": float(obs[si, ia]),
-                    "mean_b": float(obs[si, ib]),
-                    "diff": float(obs[si, ia] - obs[si, ib]),
-                    "ci_low": float(low[si, pi]),
-                    "ci_high": float(high[si, pi]),
-                    "p": float(pvals[si, pi]),
-                    "family": family_of(scope, m),
-                }
-            )
-    by_family: dict[str, list[int]] = {}
-    for i, r in enumerate(records):
-        by_family.setdefault(r["family"], []).append(i)
-    for idx in by_family.values():
-        adjusted = adjust([records[i]["p"] for i in idx], correction)
-        for i, value in zip(idx, adjusted, strict=True):
-            records[i]["p_adjusted"] = float(value)
-            records[i]["significant"] = bool(value < alpha)
-    tests = [PairTest(**r) for r in records]
-    labels = engine.layout
-    n_queries = {OVERALL: n}
-    if labels.macro:
-        for name, (lo, hi) in zip(labels.names, labels.bounds, strict=True):
+    tests, by_family = _pair_tests(engine, pair_keys, family_of, correction, alpha, ci_level)
+    obs = engine.observed()
+    n_queries = {OVERALL: X.shape[0]}
+    if engine.layout.macro:
+        for name, (lo, hi) in zip(engine.layout.names, engine.layout.bounds, strict=True):
             n_queries[name] = hi - lo
     means = {
         scope: {s: {m: float(obs[si, col[s, m]]) for m in measures} for s in systems}
-        for si, scope in enumerate(scopes)
+        for si, scope in enumerate(engine.scopes)
     }
+    exact = engine.exact()
     settings = {
         "permutations": permutations,
-        "sign_vectors": n_vectors,
-        "exact": engine.exact(),
+        "sign_vectors": (1 << X.shape[0]) if exact else permutations,
+        "exact": exact,
         "bootstrap": bootstrap,
         "ci_level": ci_level,
         "seed": seed,
         "correction": correction,
-        "correction_name": {"holm": "Holm–Bonferroni", "bh": "Benjamini–Hochberg", "none": "no"}[
-            correction
-        ],
+        "correction_name": _CORRECTION_NAMES[correction],
         "alpha": alpha,
         "family": family,
         "family_description": _FAMILY_TEXT[family],
@@ -704,6 +494,6 @@ def compare(
         if groups is not None
         else "mean over queries",
         "control": control,
-        "pvalue": "exact: c / 2**n" if engine.exact() else "(c + 1) / (B + 1)",
+        "pvalue": "exact: c / 2**n" if exact else "(c + 1) / (B + 1)",
     }
-    return ComparisonReport(systems, measures, scopes, means, n_queries, tests, settings)
+    return ComparisonReport(systems, measures, engine.scopes, means, n_queries, tests, settings)

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 from searchtome.version import __version__
 
 if TYPE_CHECKING:
-    from searchtome.dataset.layout import Dataset
+    from searchtome.dataset.loader import Dataset
 
 
 def load(source: str) -> Dataset:
     """Open a SearchTome dataset: a local folder or ``hf://ORG/NAME[@REVISION]``."""
-    from searchtome.dataset.layout import load as _load
+    from searchtome.dataset.loader import load as _load
 
     return _load(source)
 

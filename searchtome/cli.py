@@ -19,15 +19,21 @@ from searchtome.settings import set_progress, setup_logging
 from searchtome.version import __version__
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "searchtome.ingest.fetch",  # fetch
-    "searchtome.ingest.toc",  # toc
-    "searchtome.ingest.extract",  # extract
-    "searchtome.generate.build",  # build, cache
-    "searchtome.commands.formats",  # export, import
-    "searchtome.dataset.publish",  # publish
+    "searchtome.commands.fetch",  # fetch
+    "searchtome.commands.toc",  # toc
+    "searchtome.commands.extract",  # extract
+    "searchtome.commands.build",  # build
+    "searchtome.commands.cache",  # cache
+    "searchtome.commands.export",  # export
+    "searchtome.commands.import_repro",  # import
+    "searchtome.commands.publish",  # publish
     "searchtome.commands.validate",  # validate
-    "searchtome.commands.scoring",  # score, compare, leaderboard
-    "searchtome.commands.baselines",  # run, ls
+    "searchtome.commands.score",  # score
+    "searchtome.commands.compare",  # compare
+    "searchtome.commands.leaderboard",  # leaderboard
+    "searchtome.commands.run",  # run
+    "searchtome.commands.tune",  # tune
+    "searchtome.commands.ls",  # ls
     "searchtome.commands.demo",  # demo
 )
 

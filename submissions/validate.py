@@ -2,7 +2,7 @@
 
 Errors (the submission cannot enter the leaderboard): bad JSON, missing or extra fields, wrong
 types, duplicate query lines, unknown query ids, missing queries (unless ``partial``), duplicate
-ids inside one ranking, more than :data:`~searchtome.submissions.format.MAX_IDS` ids, oversized
+ids inside one ranking, more than :data:`~searchtome.submissions.schema.MAX_IDS` ids, oversized
 files and decompression bombs, a missing or incomplete ``meta.json``.
 
 Counted, not errors: ids that are a ToC node of the query's book but not a leaf (**non-leaf**)
@@ -21,11 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from searchtome.dataset.layout import Dataset, load
-from searchtome.io import PathLike
-from searchtome.records import Submission, TocNode
+from searchtome.submissions.lines import DEFAULT_LIMITS, Limits
+from searchtome.submissions.problems import Predictions, Problem, Severity
+from searchtome.submissions.reader import LoadedSubmission, load_submission
+from searchtome.submissions.schema import MAX_IDS, RunFormat
 
-from searchtome.submissions.format import DEFAULT_LIMITS, MAX_IDS, Limits, Problem, RunFormat, load_submission
+from searchtome.dataset.loader import Dataset, load
+from searchtome.io import PathLike
+from searchtome.metrics.structure import classify
+from searchtome.records import Submission
+
+# Problems after which the predictions file was not read to its end (so no query is "missing").
+_UNREADABLE = ("too-large", "decompression-bomb", "missing-file", "gzip")
 
 
 @dataclass
@@ -48,6 +55,8 @@ class StructureCounts:
 
 @dataclass
 class ValidationReport:
+    """What the validator found: problems, queries answered, and the structure counts."""
+
     path: Path
     system: str
     split: str
@@ -117,14 +126,6 @@ class ValidationReport:
         }
 
 
-def classify(doc: str, book_id: str, nodes: Mapping[str, TocNode]) -> str:
-    """``leaf``, ``non_leaf`` (a ToC node of the book, not a leaf) or ``invalid`` (not in the book)."""
-    node = nodes.get(doc)
-    if node is None or node.book_id != book_id:
-        return "invalid"
-    return "leaf" if node.is_leaf else "non_leaf"
-
-
 def structure_counts(
     rankings: Mapping[str, Sequence[str]],
     dataset: Dataset,
@@ -175,72 +176,101 @@ def validate_submission(
     loaded = load_submission(path, run_format, limits=limits, require_meta=require_meta)
     preds = loaded.predictions
     assert preds is not None
-    problems = list(loaded.problems)
-    shown = str(preds.path)
     expected = [q.query_id for q in dataset.queries(split)]
+    problems = list(loaded.problems)
+    problems += _unknown_queries(preds, dataset, expected, split)
+    problems += _oversized_rankings(preds, max_ids)
+    missing = _missing_queries(preds, expected, problems)
+    if missing:
+        problems.append(_missing_problem(str(preds.path), missing, len(expected), split, partial))
+    problems += _meta_warnings(loaded, path, split)
     expected_set = set(expected)
-    run = preds.run
-    split_of = {q.query_id: q.split for q in dataset.query_by_id.values()}
+    return ValidationReport(
+        path=path,
+        system=loaded.submission.system,
+        split=split,
+        format=preds.format,
+        problems=problems,
+        n_expected=len(expected),
+        n_answered=sum(1 for qid in preds.line_of if qid in expected_set),
+        missing=missing,
+        counts=structure_counts(preds.run.rankings, dataset, preds.line_of),
+        submission=loaded.submission,
+    )
 
+
+def _unknown_queries(
+    preds: Predictions, dataset: Dataset, expected: list[str], split: str
+) -> list[Problem]:
+    """Queries not in ``split``: named with their own split, or the closest expected id."""
+    expected_set = set(expected)
+    split_of = {q.query_id: q.split for q in dataset.query_by_id.values()}
     unknown = [qid for qid in preds.line_of if qid not in expected_set]
+    problems = []
     for n, qid in enumerate(unknown):
         other = split_of.get(qid)
         if other is not None:
             hint = f"; it belongs to the {other} split"
-        elif n < 20:
+        elif n < 20:  # fuzzy matching is slow; a file of wrong ids needs only a few hints
             close = difflib.get_close_matches(qid, expected, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
         else:
             hint = ""
+        message = f"unknown query {qid!r} in the {split} split{hint}"
         problems.append(
-            Problem(
-                shown,
-                preds.line_of[qid],
-                "query_id",
-                f"unknown query {qid!r} in the {split} split{hint}",
-                "unknown-query",
-            )
+            Problem(str(preds.path), preds.line_of[qid], "query_id", message, "unknown-query")
         )
-    for qid, ranking in run.rankings.items():
-        if len(ranking) > max_ids:
-            problems.append(
-                Problem(
-                    shown,
-                    preds.line_of.get(qid),
-                    "leaf_ids" if preds.format == "jsonl" else "docno",
-                    f"{len(ranking)} ids for query {qid!r}; at most {max_ids} allowed",
-                    "too-many-ids",
-                )
-            )
-    readable = not any(
-        p.path == shown and p.code in ("too-large", "decompression-bomb", "missing-file", "gzip")
-        for p in problems
-    )
-    missing = [qid for qid in expected if qid not in preds.line_of] if readable else []
-    if missing:
-        sample = ", ".join(repr(q) for q in missing[:3])
-        if partial:
-            msg = (
-                f"{len(missing)} of {len(expected)} {split} queries have no line (e.g. {sample}); "
-                "scored as misses (--partial)"
-            )
-        else:
-            msg = (
-                f"{len(missing)} of {len(expected)} {split} queries have no line (e.g. {sample}); "
-                "a leaderboard entry answers every query (--partial scores missing ones as misses)"
-            )
-        problems.append(
-            Problem(
-                shown, None, "query_id", msg, "missing-queries", "warning" if partial else "error"
-            )
+    return problems
+
+
+def _oversized_rankings(preds: Predictions, max_ids: int) -> list[Problem]:
+    field_name = "leaf_ids" if preds.format == "jsonl" else "docno"
+    return [
+        Problem(
+            str(preds.path),
+            preds.line_of.get(qid),
+            field_name,
+            f"{len(ranking)} ids for query {qid!r}; at most {max_ids} allowed",
+            "too-many-ids",
         )
+        for qid, ranking in preds.run.rankings.items()
+        if len(ranking) > max_ids
+    ]
+
+
+def _missing_queries(preds: Predictions, expected: list[str], problems: list[Problem]) -> list[str]:
+    """Expected queries without a line; none when the file could not be read to its end."""
+    shown = str(preds.path)
+    unreadable = any(p.path == shown and p.code in _UNREADABLE for p in problems)
+    return [] if unreadable else [qid for qid in expected if qid not in preds.line_of]
+
+
+def _missing_problem(
+    shown: str, missing: list[str], n_expected: int, split: str, partial: bool
+) -> Problem:
+    sample = ", ".join(repr(q) for q in missing[:3])
+    head = f"{len(missing)} of {n_expected} {split} queries have no line (e.g. {sample}); "
+    if partial:
+        message = head + "scored as misses (--partial)"
+    else:
+        message = (
+            head
+            + "a leaderboard entry answers every query (--partial scores missing ones as misses)"
+        )
+    severity: Severity = "warning" if partial else "error"
+    return Problem(shown, None, "query_id", message, "missing-queries", severity)
+
+
+def _meta_warnings(loaded: LoadedSubmission, path: Path, split: str) -> list[Problem]:
+    """Training on the scored split, and a ``split`` field naming another split."""
     meta = loaded.submission.meta
-    meta_shown = str(loaded.meta_path) if loaded.meta_path else str(path)
+    shown = str(loaded.meta_path) if loaded.meta_path else str(path)
+    problems = []
     trained = meta.get("trained_on")
     if isinstance(trained, list) and split in trained:
         problems.append(
             Problem(
-                meta_shown,
+                shown,
                 loaded.meta_lines.get("trained_on"),
                 "trained_on",
                 f"lists {split!r}, the split being scored; such results are not comparable",
@@ -252,7 +282,7 @@ def validate_submission(
     if isinstance(meta_split, str) and meta_split != split:
         problems.append(
             Problem(
-                meta_shown,
+                shown,
                 loaded.meta_lines.get("split"),
                 "split",
                 f"says {meta_split!r} but the {split!r} split is being validated",
@@ -260,17 +290,4 @@ def validate_submission(
                 "warning",
             )
         )
-    counts = structure_counts(run.rankings, dataset, preds.line_of)
-    answered = sum(1 for qid in preds.line_of if qid in expected_set)
-    return ValidationReport(
-        path=path,
-        system=loaded.submission.system,
-        split=split,
-        format=preds.format,
-        problems=problems,
-        n_expected=len(expected),
-        n_answered=answered,
-        missing=missing,
-        counts=counts,
-        submission=loaded.submission,
-    )
+    return problems

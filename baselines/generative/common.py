@@ -2,7 +2,7 @@
 
 **ToC serialization** (:func:`serialize_toc`) — every node of the book's ToC, one per line, in
 document order, indented two spaces per level below the top, each line ``- `` + the title
-(whitespace collapsed)::
+on one line (:func:`searchtome.titles.clean_title`)::
 
     - Chapter One: Perspectives
       - Childhood Defined
@@ -35,16 +35,17 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from searchtome.errors import SearchTomeError
+from searchtome.titles import PATH_SEP, clean_title, title_path
 
 if TYPE_CHECKING:
     import numpy as np
 
     from searchtome.records import TocNode
 
-PATH_SEP = " > "
 # LoRA on attention and MLP projections (the names of Llama/Mistral-style models), as in STAIR.
 LORA_TARGETS: tuple[str, ...] = (
     "q_proj",
@@ -60,11 +61,6 @@ INVALID_MARK = "invalid"
 _WS_RE = re.compile(r"\s+")
 
 
-def clean_title(title: str) -> str:
-    """A title on one line: whitespace runs (newlines included) become one space."""
-    return _WS_RE.sub(" ", title).strip()
-
-
 def _depths(nodes: Sequence[TocNode]) -> list[int]:
     return [max(len(n.path) - 1, 0) for n in nodes]
 
@@ -77,10 +73,6 @@ def serialize_toc(nodes: Sequence[TocNode]) -> str:
         f"{'  ' * depth}- {clean_title(node.title)}"
         for node, depth in zip(nodes, _depths(nodes), strict=True)
     )
-
-
-def title_path(path: Sequence[str]) -> str:
-    return PATH_SEP.join(t for t in (clean_title(p) for p in path) if t)
 
 
 def leaf_identifiers(nodes: Sequence[TocNode]) -> dict[str, str]:
@@ -156,7 +148,7 @@ def _norm(text: str) -> str:
 
 def _norm_path(text: str) -> str:
     parts = [p.strip().strip(_QUOTES).strip() for p in _SEP_RE.split(_norm(text))]
-    return " > ".join(p for p in parts if p)
+    return PATH_SEP.join(p for p in parts if p)
 
 
 @dataclass
@@ -226,7 +218,7 @@ class IdentifierIndex:
             whole = [
                 lid
                 for lid, ident in self.identifiers.items()
-                if _norm_path(ident).endswith(" > " + key)
+                if _norm_path(ident).endswith(PATH_SEP + key)
             ]
             if len(whole) == 1:
                 return whole[0], "leaf"
@@ -382,3 +374,23 @@ class PromptTemplate:
     @staticmethod
     def suffix(pattern: str, text: str, label: str = QUERY_LABEL) -> str:
         return pattern.format(label=label, text=clean_title(text))
+
+
+# -- model identity -----------------------------------------------------------------------------
+
+
+def model_fingerprint(name: str) -> dict[str, Any]:
+    """What identifies a model's weights in cache keys: its name, config and weight files."""
+    from searchtome.llm.models import resolve
+
+    path = Path(resolve(name))
+    info: dict[str, Any] = {"name": name}
+    if path.is_dir():
+        cfg = path / "config.json"
+        info["config"] = cfg.read_text(encoding="utf-8") if cfg.is_file() else None
+        info["weights"] = sorted(
+            (p.name, p.stat().st_size)
+            for p in path.iterdir()
+            if p.suffix in {".safetensors", ".bin", ".gguf"}
+        )
+    return info

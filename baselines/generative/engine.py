@@ -328,7 +328,9 @@ class TreeCache:
 # -- exact ranking --------------------------------------------------------------------------------
 
 
-def _chain(n: int, first_parent: int, offset: int) -> list[int]:
+def chain(n: int, first_parent: int, offset: int) -> list[int]:
+    """Parents of ``n`` tokens fed in a row from ``offset``: each token's parent is the one
+    before it, the first one's is ``first_parent`` (-1: the prefix)."""
     return [first_parent if i == 0 else offset + i - 1 for i in range(n)]
 
 
@@ -351,7 +353,7 @@ def score_trie(
     n_suf = len(suffix_ids)
     if n_suf == 0:
         raise SearchTomeError("empty query suffix")
-    first = tree.extend([list(suffix_ids)], [_chain(n_suf, -1, 0)], keep=[[n_suf - 1]])
+    first = tree.extend([list(suffix_ids)], [chain(n_suf, -1, 0)], keep=[[n_suf - 1]])
     root_logp = torch.log_softmax(first[-1].float(), dim=-1)
     tokens, parents, _ = trie.flatten()
     # Row index of trie node j (0-based, root excluded) is n_suf + j.
@@ -414,15 +416,7 @@ def score_uncached(
     return out
 
 
-# -- beam search ------------------------------------------------------------------------------------
-
-
-@dataclass
-class Hyp:
-    score: float
-    tokens: tuple[int, ...]
-    last: int  # row-local index of the last token fed to the model
-    node: int = 0  # trie node (constrained search)
+# -- batch layout ---------------------------------------------------------------------------------
 
 
 def auto_group(lm: LM, group: int, n: int) -> int:
@@ -431,135 +425,6 @@ def auto_group(lm: LM, group: int, n: int) -> int:
     if group > 0:
         return group
     return max(n, 1) if lm.device.type == "cpu" else 1
-
-
-@torch.no_grad()
-def beam_search(
-    lm: LM,
-    prefix: PrefixKV | None,
-    suffixes: Sequence[Sequence[int]],
-    *,
-    trie: TokenTrie | None,
-    num_beams: int = 5,
-    max_new_tokens: int = 64,
-    length_penalty: float = 0.0,
-    group: int = 0,
-) -> list[list[tuple[tuple[int, ...], float]]]:
-    """Beam search for several queries at once over one shared prefix.
-
-    Queries are laid out ``group`` per batch row (:func:`auto_group`), each query with its beams
-    a separate branch of its row's tree. Returns, per query, up to ``num_beams`` finished
-    hypotheses ``(tokens, score)`` best first; ``score`` is the summed log-probability (divided
-    by ``length ** length_penalty``).
-
-    With a ``trie`` only identifier continuations are considered, a hypothesis finishes when it
-    consumes its identifier's EOS, and every output is an identifier (checked). Because
-    log-probabilities only decrease, a query stops once its worst kept result beats every open
-    beam, so with ``length_penalty=0`` the search never discards a better continuation of an
-    open beam; with ``num_beams`` at least the number of identifiers nothing is ever pruned and
-    the result is the exact ranking. Without a trie, the top tokens of the whole vocabulary are
-    expanded and a hypothesis ends at EOS or after ``max_new_tokens`` (outputs may be anything —
-    that is the point of the unconstrained mode).
-    """
-    if num_beams < 1:
-        raise SearchTomeError("num_beams must be at least 1")
-    n_q = len(suffixes)
-    if any(not s for s in suffixes):
-        raise SearchTomeError("empty query suffix")
-    g = auto_group(lm, group, n_q)
-    members = [list(range(i, min(i + g, n_q))) for i in range(0, n_q, g)]
-    tree = TreeCache(lm, prefix, rows=len(members))
-    tokens, parents, keep = [], [], []
-    start_last: dict[int, int] = {}
-    for qs in members:
-        row_t, row_p, row_k = [], [], []
-        for q in qs:
-            offset = len(row_t)
-            row_t.extend(suffixes[q])
-            row_p.extend(_chain(len(suffixes[q]), -1, offset))
-            row_k.append(len(row_t) - 1)
-            start_last[q] = len(row_t) - 1
-        tokens.append(row_t)
-        parents.append(row_p)
-        keep.append(row_k)
-    logits = tree.extend(tokens, parents, keep=keep)
-    logp_rows = torch.log_softmax(logits.float(), dim=-1)  # row-major = query order
-    eos = lm.eos_id
-    limit = trie.max_length if trie is not None else max_new_tokens
-
-    def norm(h: Hyp) -> float:
-        return h.score / (len(h.tokens) ** length_penalty) if length_penalty else h.score
-
-    live: list[list[Hyp]] = [[Hyp(0.0, (), start_last[q])] for q in range(n_q)]
-    dist: dict[tuple[int, int], torch.Tensor] = {(q, 0): logp_rows[q] for q in range(n_q)}
-    done: list[list[Hyp]] = [[] for _ in suffixes]
-    rows_alive = list(range(len(members)))  # original row ids, in the tree's current order
-    for _step in range(limit):
-        for q, beams in enumerate(live):
-            if not beams:
-                continue
-            cands: list[Hyp] = []
-            for b, h in enumerate(beams):
-                lp = dist[(q, b)]
-                if trie is not None:
-                    allowed = list(trie.children[h.node].items())
-                    vals = lp[[t for t, _ in allowed]].tolist()
-                    for (tok, child), v in zip(allowed, vals, strict=True):
-                        cands.append(Hyp(h.score + v, (*h.tokens, tok), h.last, child))
-                else:
-                    k = min(num_beams + 1, lp.numel())
-                    vals, idx = torch.topk(lp, k)
-                    for v, tok in zip(vals.tolist(), idx.tolist(), strict=True):
-                        cands.append(Hyp(h.score + v, (*h.tokens, tok), h.last))
-            cands.sort(key=lambda h: (-h.score, h.tokens))
-            nxt: list[Hyp] = []
-            for h in cands:
-                finished = (
-                    h.node in trie.terminal
-                    if trie is not None
-                    else h.tokens[-1] == eos or len(h.tokens) >= max_new_tokens
-                )
-                if finished:
-                    done[q].append(h)
-                elif len(nxt) < num_beams:
-                    nxt.append(h)
-            done[q].sort(key=lambda h: (-norm(h), h.tokens))
-            done[q] = done[q][:num_beams]
-            if len(done[q]) >= num_beams and not length_penalty:
-                worst = done[q][-1].score
-                nxt = [h for h in nxt if h.score > worst]
-            live[q] = nxt
-        still = [r for r in rows_alive if any(live[q] for q in members[r])]
-        if not still:
-            break
-        if len(still) < len(rows_alive):  # drop rows whose queries are all finished
-            tree.select_rows([rows_alive.index(r) for r in still])
-            rows_alive = still
-        base = tree.length
-        feed = [[(q, b, h) for q in members[r] for b, h in enumerate(live[q])] for r in rows_alive]
-        logits = tree.extend(
-            [[h.tokens[-1] for _, _, h in row] for row in feed],
-            [[h.last for _, _, h in row] for row in feed],
-        )
-        logp = torch.log_softmax(logits.float(), dim=-1)
-        dist = {}
-        i = 0
-        for row in feed:
-            for j, (q, b, h) in enumerate(row):
-                h.last = base + j
-                dist[(q, b)] = logp[i]
-                i += 1
-    results: list[list[tuple[tuple[int, ...], float]]] = []
-    for q in range(n_q):
-        hyps = sorted(done[q], key=lambda h: (-norm(h), h.tokens))[:num_beams]
-        if trie is None and not hyps:  # ran out of steps: keep the open beams as they are
-            hyps = sorted(live[q], key=lambda h: -norm(h))[:num_beams]
-        if trie is not None:
-            for h in hyps:
-                if trie.lookup(h.tokens) is None:
-                    raise AssertionError(f"constrained search produced a non-identifier {h.tokens}")
-        results.append([(h.tokens, norm(h)) for h in hyps])
-    return results
 
 
 def decode_text(lm: LM, tokens: Sequence[int]) -> str:

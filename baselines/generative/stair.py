@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from searchtome.baselines.generative.retriever import GenRetConfig, run_generative
+from searchtome.baselines.generative.config import GenRetConfig
+from searchtome.baselines.generative.retriever import run_generative
 from searchtome.baselines.registry import RunContext, register
 
 if TYPE_CHECKING:
-    from searchtome.dataset.layout import Dataset
+    from searchtome.dataset.loader import Dataset
     from searchtome.records import Run
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"

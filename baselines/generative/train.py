@@ -230,10 +230,141 @@ def _batches(
     return batches
 
 
-def _distributed() -> tuple[int, int]:
+def distributed() -> tuple[int, int]:
+    """``(rank, world size)`` of this process; ``(0, 1)`` outside ``accelerate launch``."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
     return 0, 1
+
+
+@dataclass
+class _Optimizer:
+    """The trainable LoRA parameters, AdamW and the linear warm-up/decay schedule."""
+
+    params: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+
+    @classmethod
+    def create(cls, lm: LM, settings: TrainSettings, steps_per_epoch: int) -> _Optimizer:
+        from transformers import get_linear_schedule_with_warmup
+
+        params = [p for p in lm.model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay)
+        total = max(1, steps_per_epoch * settings.max_epochs)
+        scheduler = get_linear_schedule_with_warmup(
+            optimizer, int(settings.warmup_ratio * total), total
+        )
+        return cls(params, optimizer, scheduler)
+
+    def step(self, max_grad_norm: float, world: int) -> None:
+        """Average the gradients across processes, clip them, step and clear them."""
+        if world > 1:
+            for p in self.params:
+                if p.grad is not None:
+                    torch.distributed.all_reduce(p.grad)
+                    p.grad /= world
+        torch.nn.utils.clip_grad_norm_(self.params, max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+
+@dataclass
+class _Selection:
+    """The training report with what model selection carries from epoch to epoch."""
+
+    report: TrainReport = field(default_factory=TrainReport)
+    best_state: dict[str, torch.Tensor] | None = None
+    bad_evals: int = 0
+
+    def after_epoch(
+        self, lm: LM, epoch: int, settings: TrainSettings, evaluate: Callable[[LM], float] | None
+    ) -> float | None:
+        """Evaluate when due, keep the best adapter state, decide on early stopping; the dev
+        R@1 if evaluated."""
+        report = self.report
+        if evaluate is None:
+            self.best_state, report.best_epoch = lora_state(lm), epoch
+            return None
+        if epoch % settings.eval_every != 0 and epoch != settings.max_epochs:
+            return None
+        dev = evaluate(lm)
+        if report.best_dev_r1 is None or dev > report.best_dev_r1:
+            report.best_dev_r1, report.best_epoch = dev, epoch
+            self.best_state = lora_state(lm)
+            self.bad_evals = 0
+        else:
+            self.bad_evals += 1
+        if self.bad_evals >= settings.patience:
+            report.stopped = f"early stop: no dev R@1 gain in {self.bad_evals} evaluations"
+        return dev
+
+
+def _save_state(path: Path, lm: LM, opt: _Optimizer, sel: _Selection) -> None:
+    """Everything a rerun needs to continue after this epoch, written atomically."""
+    from searchtome.io import atomic_write
+
+    with atomic_write(path, "wb") as fh:
+        torch.save(
+            {
+                "lora": lora_state(lm),
+                "optimizer": opt.optimizer.state_dict(),
+                "scheduler": opt.scheduler.state_dict(),
+                "report": copy.deepcopy(sel.report.to_dict()),
+                "best": sel.best_state,
+                "bad_evals": sel.bad_evals,
+                "torch_rng": torch.get_rng_state(),
+            },
+            fh,
+        )
+
+
+def _resume(path: Path, lm: LM, opt: _Optimizer) -> _Selection:
+    """The state saved after the last finished epoch, restored into ``lm`` and ``opt``."""
+    saved = torch.load(path, map_location="cpu", weights_only=False)
+    set_lora_state(lm, saved["lora"])
+    opt.optimizer.load_state_dict(saved["optimizer"])
+    opt.scheduler.load_state_dict(saved["scheduler"])
+    sel = _Selection(TrainReport(**saved["report"]), saved["best"], saved["bad_evals"])
+    sel.report.resumed_from = sel.report.epochs
+    torch.set_rng_state(saved["torch_rng"])
+    log.info("resuming training after epoch %d from %s", sel.report.epochs, path)
+    return sel
+
+
+def _train_epoch(
+    lm: LM,
+    batches: Sequence[list[Example]],
+    prefixes: Mapping[str, Sequence[int]],
+    frozen: Mapping[str, PrefixKV],
+    settings: TrainSettings,
+    opt: _Optimizer,
+    *,
+    world: int,
+    report: TrainReport,
+    desc: str,
+) -> float:
+    """One pass over this process's batches; the mean token loss."""
+    total_loss, total_tokens = 0.0, 0
+    opt.optimizer.zero_grad(set_to_none=True)
+    bar = progress(batches, desc=desc, unit="batch", leave=False)
+    for i, batch in enumerate(bar, 1):
+        loss, n = batch_loss_backward(
+            lm,
+            batch,
+            prefixes[batch[0].book_id],
+            frozen.get(batch[0].book_id),
+            pack=settings.pack,
+            group=settings.group,
+            scale=1.0 / settings.grad_accum,
+        )
+        total_loss += loss * n
+        total_tokens += n
+        if i % settings.grad_accum == 0 or i == len(batches):
+            opt.step(settings.max_grad_norm, world)
+            report.steps += 1
+    return total_loss / max(total_tokens, 1)
 
 
 def train(
@@ -247,24 +378,15 @@ def train(
     work_dir: Path,
 ) -> TrainReport:
     """Train the attached LoRA adapter; leaves the best adapter (by ``evaluate``) in place."""
-    from transformers import get_linear_schedule_with_warmup
-
-    from searchtome.io import atomic_write
-
     if lm.peft is None:
         raise SearchTomeError("attach a LoRA adapter before training")
     if not examples:
         raise SearchTomeError("no training examples: the train split of these books is empty")
-    rank, world = _distributed()
-    trainable = [p for p in lm.model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=settings.weight_decay)
+    rank, world = distributed()
     steps_per_epoch = math.ceil(
         len(_batches(examples, settings.batch_size, random.Random(0))) / world / settings.grad_accum
     )
-    total = max(1, steps_per_epoch * settings.max_epochs)
-    scheduler = get_linear_schedule_with_warmup(
-        optimizer, int(settings.warmup_ratio * total), total
-    )
+    opt = _Optimizer.create(lm, settings, steps_per_epoch)
     if settings.gradient_checkpointing:
         lm.model.gradient_checkpointing_enable()
         lm.model.enable_input_require_grads()
@@ -275,103 +397,47 @@ def train(
             for book in sorted(prefixes):
                 frozen[book] = lm.prefix_cache(prefixes[book])
 
-    report = TrainReport()
-    best_state: dict[str, torch.Tensor] | None = None
-    bad_evals = 0
-    start_epoch = 1
     state_path = work_dir / STATE_FILE
-    if state_path.is_file():
-        saved = torch.load(state_path, map_location="cpu", weights_only=False)
-        set_lora_state(lm, saved["lora"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        report = TrainReport(**saved["report"])
-        best_state = saved["best"]
-        bad_evals = saved["bad_evals"]
-        start_epoch = report.epochs + 1
-        report.resumed_from = report.epochs
-        torch.set_rng_state(saved["torch_rng"])
-        log.info("resuming training after epoch %d from %s", report.epochs, state_path)
-        if report.stopped:
-            start_epoch = settings.max_epochs + 1
-
+    sel = _resume(state_path, lm, opt) if state_path.is_file() else _Selection()
+    report = sel.report
+    start_epoch = settings.max_epochs + 1 if report.stopped else report.epochs + 1
     began = time.perf_counter() - report.seconds
     for epoch in range(start_epoch, settings.max_epochs + 1):
         lm.model.train()
         batches = _batches(examples, settings.batch_size, random.Random(seed * 100003 + epoch))
-        mine = batches[rank::world]
-        total_loss, total_tokens = 0.0, 0
-        optimizer.zero_grad(set_to_none=True)
-        bar = progress(mine, desc=f"epoch {epoch}", unit="batch", leave=False)
-        for i, batch in enumerate(bar, 1):
-            loss, n = batch_loss_backward(
-                lm,
-                batch,
-                prefixes[batch[0].book_id],
-                frozen.get(batch[0].book_id),
-                pack=settings.pack,
-                group=settings.group,
-                scale=1.0 / settings.grad_accum,
-            )
-            total_loss += loss * n
-            total_tokens += n
-            if i % settings.grad_accum == 0 or i == len(mine):
-                if world > 1:
-                    for p in trainable:
-                        if p.grad is not None:
-                            torch.distributed.all_reduce(p.grad)
-                            p.grad /= world
-                torch.nn.utils.clip_grad_norm_(trainable, settings.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                report.steps += 1
+        train_loss = _train_epoch(
+            lm,
+            batches[rank::world],
+            prefixes,
+            frozen,
+            settings,
+            opt,
+            world=world,
+            report=report,
+            desc=f"epoch {epoch}",
+        )
         lm.model.eval()
         row: dict[str, Any] = {
             "epoch": epoch,
-            "train_loss": total_loss / max(total_tokens, 1),
-            "lr": scheduler.get_last_lr()[0],
+            "train_loss": train_loss,
+            "lr": opt.scheduler.get_last_lr()[0],
         }
         report.epochs = epoch
-        if evaluate is not None and (
-            epoch % settings.eval_every == 0 or epoch == settings.max_epochs
-        ):
-            dev = evaluate(lm)
+        dev = sel.after_epoch(lm, epoch, settings, evaluate)
+        if dev is not None:
             row["dev_r1"] = dev
-            if report.best_dev_r1 is None or dev > report.best_dev_r1:
-                report.best_dev_r1, report.best_epoch = dev, epoch
-                best_state = lora_state(lm)
-                bad_evals = 0
-            else:
-                bad_evals += 1
-            if bad_evals >= settings.patience:
-                report.stopped = f"early stop: no dev R@1 gain in {bad_evals} evaluations"
-        elif evaluate is None:
-            best_state, report.best_epoch = lora_state(lm), epoch
         report.seconds = time.perf_counter() - began
         row["seconds"] = round(report.seconds, 1)
         report.history.append(row)
         log.info("epoch %d: %s", epoch, row)
         if rank == 0:
-            with atomic_write(state_path, "wb") as fh:
-                torch.save(
-                    {
-                        "lora": lora_state(lm),
-                        "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(),
-                        "report": copy.deepcopy(report.to_dict()),
-                        "best": best_state,
-                        "bad_evals": bad_evals,
-                        "torch_rng": torch.get_rng_state(),
-                    },
-                    fh,
-                )
+            _save_state(state_path, lm, opt, sel)
         if report.stopped:
             break
     if not report.stopped:
         report.stopped = f"reached max_epochs={settings.max_epochs}"
-    if best_state is not None:
-        set_lora_state(lm, best_state)
+    if sel.best_state is not None:
+        set_lora_state(lm, sel.best_state)
     lm.model.eval()
     report.seconds = time.perf_counter() - began
     return report

@@ -29,7 +29,7 @@ from searchtome.baselines.generative.common import (
     ZEROSHOT_INSTRUCTION,
     IdentifierIndex,
     PromptTemplate,
-    clean_title,
+    model_fingerprint,
     serialize_toc,
 )
 from searchtome.baselines.registry import RunContext, register
@@ -38,9 +38,10 @@ from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.io import stable_hash
 from searchtome.records import Run
 from searchtome.settings import progress
+from searchtome.titles import clean_title
 
 if TYPE_CHECKING:
-    from searchtome.dataset.layout import Dataset
+    from searchtome.dataset.loader import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +142,8 @@ def _replies_local(
     fingerprint, the prompt and the decoding settings, so a killed run resumes where it stopped.
     """
     import torch
-    from searchtome.baselines.generative.engine import beam_search, decode_text, load_lm
-    from searchtome.baselines.generative.retriever import model_fingerprint
+    from searchtome.baselines.generative.beam import beam_search
+    from searchtome.baselines.generative.engine import decode_text, load_lm
 
     from searchtome.llm.cache import CacheKey, ResponseCache
 

@@ -94,8 +94,11 @@ def _up_to_date(submission: Path, config: Mapping[str, Any], dataset_revision: s
 
 def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) -> Path:
     """Run the demo into ``out``; returns the path of ``index.html``."""
-    from searchtome.dataset.layout import load
-    from searchtome.generate.build import BuildOptions, build
+    from searchtome.baselines.runner import dataset_facts, run_baseline
+    from searchtome.config import make_config
+    from searchtome.dataset.loader import load
+    from searchtome.generate.options import BuildOptions
+    from searchtome.generate.pipeline import build
     from searchtome.sample.books import render_sample, sample_dir
 
     profile = profile or PROFILES["quick" if quick else "full"]
@@ -112,23 +115,21 @@ def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) 
         "[2/4] building the dataset with the local SmolLM2-135M endpoint (weak questions, real pipeline)"
     )
     t = time.monotonic()
-    summary = build(
-        BuildOptions(
-            out=out / "data",
-            pdf_dir=next(iter(pdfs.values())).parent,
-            catalog=sample_dir() / "catalog.toml",
-            books=profile.books,
-            endpoint="local",
-            questions_per_unit=profile.questions_per_unit,
-            max_tokens=profile.max_tokens,
-            name=f"searchtome-sample-{profile.name}",
-        )
-    )
+    # The profile's settings are the explicit layer over the build defaults.
+    options = {
+        "out": out / "data",
+        "pdf_dir": next(iter(pdfs.values())).parent,
+        "catalog": sample_dir() / "catalog.toml",
+        "books": profile.books,
+        "endpoint": "local",
+        "questions_per_unit": profile.questions_per_unit,
+        "max_tokens": profile.max_tokens,
+        "name": f"searchtome-sample-{profile.name}",
+    }
+    summary = build(make_config(BuildOptions, None, options, typed=True))
     _say(summary.render())
     times["build"] = time.monotonic() - t
     dataset = load(out / "data")
-
-    from searchtome.commands.baselines import dataset_facts, run_baseline
 
     revision = dataset_facts(dataset)["revision"]
     _say(f"[3/4] running {len(profile.baselines)} baselines → {out / 'submissions'}")

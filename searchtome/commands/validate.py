@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``searchtome validate`` to the command line."""
     p = subparsers.add_parser(
         "validate",
         help="check a submission folder or run file against a dataset split",
@@ -48,9 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from searchtome.dataset.layout import load
+    # Imported here, not at the top: they pull in numpy, which `searchtome --help` should not load.
+    from searchtome.dataset.loader import load
     from searchtome.submissions.validate import validate_submission
 
     dataset = load(args.data)

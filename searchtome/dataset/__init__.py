@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from searchtome.lazy import lazy_exports
 
-_EXPORTS = {"BookInfo": "layout", "Dataset": "layout", "load": "layout"}
+# No submodule is named after an export: importing it would replace the export on the package.
+_EXPORTS = {"BookInfo": "layout", "Dataset": "loader", "load": "loader"}
 
 __all__ = sorted(_EXPORTS)
 

@@ -1,10 +1,11 @@
 """The dataset card (``README.md``): generated from a dataset folder, merged with what users wrote.
 
 Everything generated sits between two marker comments; text outside them is the user's and is
-kept word for word. The YAML header is merged key by key (see :func:`merge_metadata`): facts
-derived from the data (``license``, ``size_categories``) are ours, lists are unioned, any other
-key the user set is kept, and ``configs`` are merged by ``config_name`` — a user's config is never
-replaced, ours are added when missing, and a difference is logged.
+kept word for word. The YAML header is merged key by key (see
+:mod:`searchtome.dataset.card_header`): facts derived from the data (``license``,
+``size_categories``) are ours, lists are unioned, any other key the user set is kept, and
+``configs`` are merged by ``config_name`` — a user's config is never replaced, ours are added when
+missing, and a difference is logged.
 
 The card is built from the folder alone (``manifest.json`` + the parquet files), so
 ``write_card(out_dir)`` works right after a build or an import, and the same folder always gives
@@ -21,19 +22,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from searchtome.dataset.layout import (
-    BOOKS_FILE,
-    CARD_FILE,
-    CORPUS_FILE,
-    MANIFEST_FILE,
-    PARAGRAPHS_FILE,
-    TOC_FILE,
-    UNITS_FILE,
-    load,
-    qrels_file,
-    queries_file,
-    write_manifest,
-)
+from searchtome.dataset.card_header import generated_metadata, hf_license, merge_metadata
+from searchtome.dataset.layout import CARD_FILE, CORPUS_FILE, MANIFEST_FILE, write_manifest
+from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, atomic_write, read_json
 from searchtome.records import SPLITS
@@ -45,6 +36,7 @@ BEGIN = (
 )
 END = "<!-- searchtome:end -->"
 _BLOCK_RE = re.compile(r"<!-- searchtome:begin[^\n]*?-->.*?<!-- searchtome:end -->", re.DOTALL)
+_YAML_HEADER_RE = re.compile(r"\A---\r?\n.*?\r?\n---\r?\n", re.DOTALL)
 
 PAPER = "STAIR: Table of Contents as a Generative Index for Long Document Retrieval"
 BIBTEX = """@misc{kumar2026stair,
@@ -55,177 +47,6 @@ BIBTEX = """@misc{kumar2026stair,
   archivePrefix = {arXiv},
   url           = {https://arxiv.org/abs/2609.03874}
 }"""
-
-# Hugging Face licence identifiers we map free-text licence names onto.
-_HF_IDS = {
-    "cc-by-4.0",
-    "cc-by-sa-4.0",
-    "cc-by-nc-4.0",
-    "cc-by-nc-sa-4.0",
-    "cc-by-nd-4.0",
-    "cc-by-nc-nd-4.0",
-    "cc-by-3.0",
-    "cc-by-sa-3.0",
-    "cc-by-nc-3.0",
-    "cc-by-nc-sa-3.0",
-    "cc-by-nc-nd-3.0",
-    "cc-by-2.0",
-    "cc-by-2.5",
-    "cc0-1.0",
-    "gfdl",
-    "mit",
-    "apache-2.0",
-}
-_CC_WORDS = {
-    "attribution": "by",
-    "noncommercial": "nc",
-    "sharealike": "sa",
-    "noderivatives": "nd",
-    "noderivs": "nd",
-}
-_CC_ORDER = ("by", "nc", "nd", "sa")
-
-# Keys of our YAML header that are facts about the data: always regenerated.
-_OWNED_KEYS = ("license", "size_categories")
-# List keys: the user's entries first, then ours.
-_LIST_KEYS = ("language", "task_categories", "task_ids", "tags", "multilinguality")
-
-
-def hf_license(name: str) -> str:
-    """``"CC BY-NC-SA 4.0"`` (or its long form) → ``"cc-by-nc-sa-4.0"``; unknown → ``"other"``."""
-    text = name.strip().lower()
-    if text in _HF_IDS:
-        return text
-    text = text.replace("creative commons", "cc").replace("non-commercial", "noncommercial")
-    text = text.replace("share-alike", "sharealike").replace("no-derivatives", "noderivatives")
-    text = text.replace("no derivatives", "noderivatives").replace("public domain", "cc0 1.0")
-    words = [_CC_WORDS.get(w, w) for w in re.split(r"[\s_/,()-]+", text) if w]
-    words = [w for w in words if w not in ("international", "license", "licence", "unported")]
-    if not words:
-        return "other"
-    if words[0] == "cc0":
-        return "cc0-1.0"
-    if words[0] == "cc":
-        version = words[-1]
-        parts = set(words[1:-1])
-        if re.fullmatch(r"\d\.\d", version) and parts and parts <= set(_CC_ORDER):
-            ident = "-".join(["cc", *(p for p in _CC_ORDER if p in parts), version])
-            if ident in _HF_IDS:
-                return ident
-        return "other"
-    ident = "-".join(words)
-    return ident if ident in _HF_IDS else "other"
-
-
-def size_category(n: int) -> str:
-    for limit, label in (
-        (1_000, "n<1K"),
-        (10_000, "1K<n<10K"),
-        (100_000, "10K<n<100K"),
-        (1_000_000, "100K<n<1M"),
-    ):
-        if n < limit:
-            return label
-    return "1M<n<10M"
-
-
-def configs_for(data_dir: PathLike) -> list[dict[str, Any]]:
-    """The ``configs`` YAML entries for the files present in ``data_dir``."""
-    root = Path(data_dir)
-    configs: list[dict[str, Any]] = []
-    qrels = [s for s in SPLITS if (root / qrels_file(s)).is_file()]
-    if qrels:
-        configs.append(
-            {
-                "config_name": "default",
-                "data_files": [{"split": s, "path": qrels_file(s)} for s in qrels],
-            }
-        )
-    single = [
-        ("corpus", CORPUS_FILE),
-        ("queries", None),
-        ("books", BOOKS_FILE),
-        ("toc", TOC_FILE),
-        ("paragraphs", PARAGRAPHS_FILE),
-        ("units", UNITS_FILE),
-    ]
-    for name, file in single:
-        if name == "queries":
-            splits = [s for s in SPLITS if (root / queries_file(s)).is_file()]
-            if splits:
-                configs.append(
-                    {
-                        "config_name": "queries",
-                        "data_files": [{"split": s, "path": queries_file(s)} for s in splits],
-                    }
-                )
-        elif (root / file).is_file():
-            configs.append({"config_name": name, "data_files": [{"split": name, "path": file}]})
-    return configs
-
-
-def merge_configs(
-    theirs: Sequence[Mapping[str, Any]] | None, ours: Sequence[Mapping[str, Any]]
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Ours added where missing, theirs kept untouched; returns the list and what differed."""
-    notes: list[str] = []
-    merged: list[dict[str, Any]] = []
-    theirs_by_name = {}
-    for cfg in theirs or ():
-        if not isinstance(cfg, Mapping) or "config_name" not in cfg:
-            notes.append(f"kept a configs entry without config_name: {cfg!r}")
-            merged.append(dict(cfg) if isinstance(cfg, Mapping) else cfg)  # type: ignore[arg-type]
-            continue
-        theirs_by_name[cfg["config_name"]] = cfg
-    for cfg in ours:
-        name = cfg["config_name"]
-        if name in theirs_by_name:
-            mine = theirs_by_name.pop(name)
-            if _norm_files(mine.get("data_files")) != _norm_files(cfg["data_files"]):
-                notes.append(
-                    f"configs[{name}]: kept your data_files {mine.get('data_files')!r}; "
-                    f"the generated ones would be {cfg['data_files']!r}"
-                )
-            merged.append(dict(mine))
-        else:
-            merged.append(dict(cfg))
-    merged.extend(dict(c) for c in (theirs or ()) if c.get("config_name") in theirs_by_name)
-    return merged, notes
-
-
-def _norm_files(files: Any) -> Any:
-    if isinstance(files, str):
-        return [{"split": "train", "path": files}]
-    if isinstance(files, Mapping):
-        return [{"split": "train", "path": files.get("path")}]
-    return [dict(f) if isinstance(f, Mapping) else f for f in files or ()]
-
-
-def merge_metadata(
-    theirs: Mapping[str, Any] | None, ours: Mapping[str, Any]
-) -> tuple[dict[str, Any], list[str]]:
-    """Merge two YAML headers (see the module docstring for the rules)."""
-    theirs = dict(theirs or {})
-    merged: dict[str, Any] = dict(theirs)
-    notes: list[str] = []
-    for key, value in ours.items():
-        if key == "configs":
-            merged["configs"], cfg_notes = merge_configs(theirs.get("configs"), value)
-            notes.extend(cfg_notes)
-        elif key in _OWNED_KEYS:
-            if key in theirs and theirs[key] != value:
-                notes.append(
-                    f"{key}: {theirs[key]!r} replaced by {value!r} (derived from the data)"
-                )
-            merged[key] = value
-        elif key in _LIST_KEYS:
-            old = theirs.get(key)
-            old_list = [old] if isinstance(old, str) else list(old or [])
-            new = value if isinstance(value, list) else [value]
-            merged[key] = old_list + [v for v in new if v not in old_list]
-        elif key not in theirs:
-            merged[key] = value
-    return merged, notes
 
 
 # -- the generated text ----------------------------------------------------------------------------
@@ -282,21 +103,32 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
     """The generated part of the card, markers included."""
     root = Path(data_dir)
     ds = load(root)
-    manifest = ds.manifest
-    name = manifest.get("name") or root.name
-    where = repo_id or "path/to/this/folder"
+    lines = [BEGIN, ""]
+    lines += _intro(ds, ds.manifest.get("name") or root.name)
+    lines += _usage(repo_id)
+    lines += _books_table(ds)
+    lines += _counts(ds)
+    lines += _provenance(ds.manifest)
+    lines += _how_to_score()
+    lines += _licences(ds)
+    lines += ["", "## Citation", "", f"SearchTome was introduced in *{PAPER}*:", "", "```bibtex"]
+    lines += [BIBTEX, "```", "", END]
+    return "\n".join(lines) + "\n"
+
+
+def _intro(ds: Dataset, name: str) -> list[str]:
+    """Title, description, the one-line summary and the task."""
     books = ds.book_ids()
     domains = sorted({ds.domain(b) for b in books})
-    counts = {s: len(ds.queries(s)) for s in SPLITS}
-    total = sum(counts.values())
-    n_leaves = len(ds.leaves())
-    lines = [BEGIN, "", f"# {name}", ""]
-    if manifest.get("description"):
-        lines += [str(manifest["description"]), ""]
-    lines += [
+    total = sum(len(ds.queries(s)) for s in SPLITS)
+    lines = [f"# {name}", ""]
+    if ds.manifest.get("description"):
+        lines += [str(ds.manifest["description"]), ""]
+    return [
+        *lines,
         f"A [SearchTome](https://arxiv.org/abs/2609.03874) dataset: {len(books)} book(s) from "
-        f"{len(domains)} domain(s) ({', '.join(domains)}), {n_leaves:,} retrieval leaves and "
-        f"{total:,} questions.",
+        f"{len(domains)} domain(s) ({', '.join(domains)}), {len(ds.leaves()):,} retrieval leaves "
+        f"and {total:,} questions.",
         "",
         "## Task",
         "",
@@ -307,6 +139,13 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
         "child of the fourth top-level entry); query ids never contain `/`, so they cannot "
         "collide with leaf ids.",
         "",
+    ]
+
+
+def _usage(repo_id: str | None) -> list[str]:
+    """The configurations and how to load them, with ``datasets`` or ``searchtome``."""
+    where = repo_id or "path/to/this/folder"
+    return [
         "## Configurations",
         "",
         *_table(
@@ -344,17 +183,17 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
         "",
         "BEIR files: `searchtome export beir DATA --out beir/` (one folder per book plus a pooled one).",
         "",
-        "## Books",
-        "",
     ]
-    book_rows = []
-    for b in books:
+
+
+def _books_table(ds: Dataset) -> list[str]:
+    """One row per book: title, domain, licence, restrictions and counts."""
+    rows = []
+    for b in ds.book_ids():
         info = ds.books[b]
         book = info.book
         title = f"[{book.title}]({book.landing_url})" if book.landing_url else book.title
-        leaves_b = len(ds.leaves(b))
-        qs = [len(ds.queries(s, b)) for s in SPLITS]
-        book_rows.append(
+        rows.append(
             [
                 f"`{b}`",
                 title,
@@ -363,25 +202,17 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
                 ", ".join(book.restrictions) or "none",
                 info.n_pages,
                 len(ds.toc(b)),
-                leaves_b,
-                *qs,
+                len(ds.leaves(b)),
+                *(len(ds.queries(s, b)) for s in SPLITS),
             ]
         )
-    lines += _table(
-        [
-            "book",
-            "title",
-            "domain",
-            "licence",
-            "restrictions",
-            "pages",
-            "ToC nodes",
-            "leaves",
-            *SPLITS,
-        ],
-        book_rows,
-    )
-    lines += ["", "## Counts", ""]
+    header = ["book", "title", "domain", "licence", "restrictions", "pages", "ToC nodes"]
+    return ["## Books", "", *_table([*header, "leaves", *SPLITS], rows)]
+
+
+def _counts(ds: Dataset) -> list[str]:
+    """Books, leaves and questions per domain, with a total row."""
+    books = ds.book_ids()
     per_domain: dict[str, Counter[str]] = defaultdict(Counter)
     for s in SPLITS:
         for q in ds.queries(s):
@@ -392,15 +223,20 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
         per_domain[ds.domain(b)]["books"] += 1
     rows = [
         [d, per_domain[d]["books"], per_domain[d]["leaves"], *(per_domain[d][s] for s in SPLITS)]
-        for d in domains
+        for d in sorted({ds.domain(b) for b in books})
     ]
-    rows.append(["**all**", len(books), n_leaves, *(counts[s] for s in SPLITS)])
-    lines += _table(["domain", "books", "leaves", *SPLITS], rows)
+    totals = [len(ds.queries(s)) for s in SPLITS]
+    rows.append(["**all**", len(books), len(ds.leaves()), *totals])
+    lines = ["", "## Counts", "", *_table(["domain", "books", "leaves", *SPLITS], rows)]
     hand = sum(1 for s in SPLITS for q in ds.queries(s) if not q.model_generated)
     if hand:
         lines += ["", f"{hand} question(s) were written by hand (`model_generated: false`)."]
+    return lines
 
-    lines += ["", "## How the data was made", ""]
+
+def _provenance(manifest: Mapping[str, Any]) -> list[str]:
+    """Where the data came from: the source, leaf text, excluded entries, generation, splits."""
+    lines = ["", "## How the data was made", ""]
     generation = _section(manifest, "generation", _GEN_FALLBACKS)
     model = str(generation.get("model") or "")
     if "smollm" in model.lower():
@@ -442,8 +278,11 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
     lines += ["", "Splits:", ""]
     split_rows = [[k, _value(v)] for k, v in sorted(split.items()) if v is not None]
     lines += _table(["setting", "value"], split_rows or [["(not recorded)", ""]])
+    return lines
 
-    lines += [
+
+def _how_to_score() -> list[str]:
+    return [
         "",
         "## How to score",
         "",
@@ -459,6 +298,13 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
         "searchtome score submissions/my-system --data DATA --split test",
         "searchtome compare submissions/a submissions/b --data DATA   # paired randomization test",
         "```",
+    ]
+
+
+def _licences(ds: Dataset) -> list[str]:
+    """Which licence applies to which rows, and what the books' restrictions mean."""
+    books = ds.book_ids()
+    lines = [
         "",
         "## Licences",
         "",
@@ -483,9 +329,7 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
         for r in restrictions:
             holders = ", ".join(f"`{b}`" for b in books if r in ds.books[b].book.restrictions)
             lines.append(f"- `{r}` ({holders}): {meaning.get(r, 'see the book licence')}")
-    lines += ["", "## Citation", "", f"SearchTome was introduced in *{PAPER}*:", "", "```bibtex"]
-    lines += [BIBTEX, "```", "", END]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _restriction_meanings() -> dict[str, str]:
@@ -494,25 +338,6 @@ def _restriction_meanings() -> dict[str, str]:
     except ImportError:  # the catalog module is optional for reading datasets
         return {}
     return dict(RESTRICTIONS)
-
-
-def generated_metadata(data_dir: PathLike) -> dict[str, Any]:
-    """Our YAML header for ``data_dir``."""
-    ds = load(data_dir)
-    licenses = sorted({hf_license(ds.books[b].book.license) for b in ds.book_ids()}) or ["other"]
-    total = sum(len(ds.queries(s)) for s in SPLITS)
-    meta: dict[str, Any] = {
-        "pretty_name": ds.manifest.get("pretty_name") or ds.manifest.get("name") or "SearchTome",
-        "license": licenses[0] if len(licenses) == 1 else licenses,
-        "language": ["en"],
-        "multilinguality": ["monolingual"],
-        "task_categories": ["text-retrieval"],
-        "task_ids": ["document-retrieval"],
-        "tags": ["searchtome", "long-document-retrieval", "table-of-contents", "mteb"],
-        "size_categories": [size_category(total)],
-        "configs": configs_for(data_dir),
-    }
-    return meta
 
 
 def build_card(
@@ -573,6 +398,14 @@ def write_card(
         }
         write_manifest(root, info)
     return path
+
+
+def hand_written_text(card: str | None) -> str:
+    """A card's hand-written body: everything outside the YAML header and the generated block."""
+    if not card:
+        return ""
+    body = _YAML_HEADER_RE.sub("", card, count=1)
+    return _BLOCK_RE.sub("", body).strip()
 
 
 def _existing_text(root: Path, existing: str | PathLike | None) -> str | None:

@@ -1,4 +1,4 @@
-"""The on-disk dataset layout and the typed object that reads it.
+"""The on-disk dataset layout: file names, parquet schemas, writing, and the manifest.
 
 A SearchTome dataset folder (what ``build`` and ``import repro`` write, what ``publish`` uploads)::
 
@@ -14,21 +14,21 @@ A SearchTome dataset folder (what ``build`` and ``import repro`` write, what ``p
       units.parquet             config "units":   generation units (paragraph groups)
 
 Rows are written in a fixed order (books by id, nodes in document order, queries by id) with
-fixed parquet settings, so the same records always give the same bytes.
+fixed parquet settings, so the same records always give the same bytes. Reading the folder back
+is :mod:`searchtome.dataset.loader`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, read_json, read_parquet, sha256_file, write_json, write_parquet
-from searchtome.records import SPLITS, Book, Leaf, Paragraph, Qrel, Query, TocNode, Unit
+from searchtome.io import PathLike, read_json, sha256_file, write_json, write_parquet
+from searchtome.records import SPLITS, Book, Leaf, Paragraph, Query, TocNode, Unit
 
 FORMAT_VERSION = "searchtome-dataset-v1"
 
@@ -169,11 +169,30 @@ def write_dataset(
     paragraphs = sorted(paragraphs, key=lambda p: _ordinal_key(p.paragraph_id))
     units = sorted(units, key=lambda u: _ordinal_key(u.unit_id))
     queries = sorted(queries, key=lambda q: (q.book_id, q.query_id))
+    _check_queries(queries, set(info), {leaf.leaf_id for leaf in leaves})
 
-    leaf_ids = {leaf.leaf_id for leaf in leaves}
+    written = [write_parquet(out / CORPUS_FILE, _corpus_rows(leaves, domain), schemas["corpus"])]
+    written += _write_splits(out, queries, domain, schemas)
+    written += [
+        write_parquet(
+            out / BOOKS_FILE,
+            _book_rows(info, toc, leaves, paragraphs, units, queries),
+            schemas["books"],
+        ),
+        write_parquet(out / TOC_FILE, [_toc_row(n) for n in toc], schemas["toc"]),
+        write_parquet(
+            out / PARAGRAPHS_FILE, [_paragraph_row(p) for p in paragraphs], schemas["paragraphs"]
+        ),
+        write_parquet(out / UNITS_FILE, [_unit_row(u) for u in units], schemas["units"]),
+    ]
+    return written
+
+
+def _check_queries(queries: Sequence[Query], book_ids: set[str], leaf_ids: set[str]) -> None:
+    """Every query names a known book, split and leaf, and has a unique id no leaf can share."""
     seen: set[str] = set()
     for q in queries:
-        if q.book_id not in info:
+        if q.book_id not in book_ids:
             raise SearchTomeError(f"query {q.query_id}: book {q.book_id!r} is not among the books")
         if q.split not in SPLITS:
             raise SearchTomeError(f"query {q.query_id}: unknown split {q.split!r}")
@@ -187,54 +206,69 @@ def write_dataset(
             raise SearchTomeError(f"query id {q.query_id!r} occurs twice")
         seen.add(q.query_id)
 
-    written = [
-        write_parquet(
-            out / CORPUS_FILE,
-            [
-                {
-                    "leaf_id": x.leaf_id,
-                    "book_id": x.book_id,
-                    "domain": domain[x.book_id],
-                    "path": list(x.path),
-                    "title": x.title,
-                    "text": x.text,
-                    "page_start": x.page_start,
-                    "page_end": x.page_end,
-                }
-                for x in leaves
-            ],
-            schemas["corpus"],
-        )
+
+def _corpus_rows(leaves: Sequence[Leaf], domain: Mapping[str, str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "leaf_id": x.leaf_id,
+            "book_id": x.book_id,
+            "domain": domain[x.book_id],
+            "path": list(x.path),
+            "title": x.title,
+            "text": x.text,
+            "page_start": x.page_start,
+            "page_end": x.page_end,
+        }
+        for x in leaves
     ]
+
+
+def _write_splits(
+    out: Path, queries: Sequence[Query], domain: Mapping[str, str], schemas: Mapping[str, Any]
+) -> list[Path]:
+    """``queries/{split}.parquet`` and ``qrels/{split}.parquet`` for every split, empty or not."""
     by_split: dict[str, list[Query]] = {s: [] for s in SPLITS}
     for q in queries:
         by_split[q.split].append(q)
+    written = []
     for split, rows in by_split.items():
-        written.append(
-            write_parquet(
-                out / queries_file(split),
-                [
-                    {
-                        "query_id": q.query_id,
-                        "book_id": q.book_id,
-                        "domain": domain[q.book_id],
-                        "text": q.text,
-                        "unit_id": q.unit_id,
-                        "model_generated": q.model_generated,
-                    }
-                    for q in rows
-                ],
-                schemas["queries"],
-            )
-        )
-        written.append(
-            write_parquet(
-                out / qrels_file(split),
-                [{"query-id": q.query_id, "corpus-id": q.leaf_id, "score": 1} for q in rows],
-                schemas["qrels"],
-            )
-        )
+        query_rows = [
+            {
+                "query_id": q.query_id,
+                "book_id": q.book_id,
+                "domain": domain[q.book_id],
+                "text": q.text,
+                "unit_id": q.unit_id,
+                "model_generated": q.model_generated,
+            }
+            for q in rows
+        ]
+        qrel_rows = [{"query-id": q.query_id, "corpus-id": q.leaf_id, "score": 1} for q in rows]
+        written.append(write_parquet(out / queries_file(split), query_rows, schemas["queries"]))
+        written.append(write_parquet(out / qrels_file(split), qrel_rows, schemas["qrels"]))
+    return written
 
+
+_BOOK_COUNTS = (
+    "n_nodes",
+    "n_leaves",
+    "n_paragraphs",
+    "n_units",
+    "n_queries_train",
+    "n_queries_dev",
+    "n_queries_test",
+)
+
+
+def _book_rows(
+    info: Mapping[str, BookInfo],
+    toc: Sequence[TocNode],
+    leaves: Sequence[Leaf],
+    paragraphs: Sequence[Paragraph],
+    units: Sequence[Unit],
+    queries: Sequence[Query],
+) -> list[dict[str, Any]]:
+    """One row per book (by id): the catalog entry, what extraction found, and the counts."""
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for node in toc:
         counts[node.book_id]["n_nodes"] += 1
@@ -246,77 +280,50 @@ def write_dataset(
         counts[u.book_id]["n_units"] += 1
     for q in queries:
         counts[q.book_id][f"n_queries_{q.split}"] += 1
-    book_rows = []
+    rows = []
     for bid in sorted(info):
         b = info[bid]
         row = b.book.to_dict()
         row.update(n_pages=b.n_pages, toc_source=b.toc_source)
-        for key in (
-            "n_nodes",
-            "n_leaves",
-            "n_paragraphs",
-            "n_units",
-            "n_queries_train",
-            "n_queries_dev",
-            "n_queries_test",
-        ):
+        for key in _BOOK_COUNTS:
             row[key] = counts[bid][key]
-        book_rows.append(row)
-    written.append(write_parquet(out / BOOKS_FILE, book_rows, schemas["books"]))
-    written.append(
-        write_parquet(
-            out / TOC_FILE,
-            [
-                {
-                    "node_id": n.node_id,
-                    "book_id": n.book_id,
-                    "parent_id": n.parent_id,
-                    "level": n.level,
-                    "title": n.title,
-                    "path": list(n.path),
-                    "page": n.page,
-                    "is_leaf": n.is_leaf,
-                    "y": n.y,
-                    "text": n.text,
-                }
-                for n in toc
-            ],
-            schemas["toc"],
-        )
-    )
-    written.append(
-        write_parquet(
-            out / PARAGRAPHS_FILE,
-            [
-                {
-                    "paragraph_id": p.paragraph_id,
-                    "leaf_id": p.leaf_id,
-                    "book_id": p.leaf_id.split("/", 1)[0],
-                    "text": p.text,
-                    "page": p.page,
-                }
-                for p in paragraphs
-            ],
-            schemas["paragraphs"],
-        )
-    )
-    written.append(
-        write_parquet(
-            out / UNITS_FILE,
-            [
-                {
-                    "unit_id": u.unit_id,
-                    "leaf_id": u.leaf_id,
-                    "book_id": u.book_id,
-                    "paragraph_ids": list(u.paragraph_ids),
-                    "text": u.text,
-                }
-                for u in units
-            ],
-            schemas["units"],
-        )
-    )
-    return written
+        rows.append(row)
+    return rows
+
+
+def _toc_row(n: TocNode) -> dict[str, Any]:
+    return {
+        "node_id": n.node_id,
+        "book_id": n.book_id,
+        "parent_id": n.parent_id,
+        "level": n.level,
+        "title": n.title,
+        "path": list(n.path),
+        "page": n.page,
+        "is_leaf": n.is_leaf,
+        "y": n.y,
+        "text": n.text,
+    }
+
+
+def _paragraph_row(p: Paragraph) -> dict[str, Any]:
+    return {
+        "paragraph_id": p.paragraph_id,
+        "leaf_id": p.leaf_id,
+        "book_id": p.leaf_id.split("/", 1)[0],
+        "text": p.text,
+        "page": p.page,
+    }
+
+
+def _unit_row(u: Unit) -> dict[str, Any]:
+    return {
+        "unit_id": u.unit_id,
+        "leaf_id": u.leaf_id,
+        "book_id": u.book_id,
+        "paragraph_ids": list(u.paragraph_ids),
+        "text": u.text,
+    }
 
 
 def file_hashes(out_dir: PathLike) -> dict[str, dict[str, Any]]:
@@ -361,175 +368,3 @@ def verify_manifest(out_dir: PathLike) -> list[str]:
     """Differences between the files on disk and ``manifest.json`` (empty when they agree)."""
     out = Path(out_dir)
     return diff_hashes(read_json(out / MANIFEST_FILE).get("files", {}), file_hashes(out))
-
-
-@dataclass
-class Dataset:
-    """Typed, read-only access to a dataset folder (see :func:`load`)."""
-
-    root: Path
-    books: dict[str, BookInfo]
-    _toc: list[TocNode]
-    _leaves: list[Leaf]
-    _queries: list[Query]
-    _paragraphs: list[Paragraph] = field(default_factory=list)
-    _units: list[Unit] = field(default_factory=list)
-    manifest: dict[str, Any] = field(default_factory=dict)
-
-    # -- books and structure -------------------------------------------------------------------
-    def book_ids(self) -> list[str]:
-        return sorted(self.books)
-
-    def domain(self, book_id: str) -> str:
-        return self.books[book_id].book.domain
-
-    def toc(self, book_id: str) -> list[TocNode]:
-        """Every ToC node of a book in document order."""
-        return self._toc_by_book.get(book_id, [])
-
-    @cached_property
-    def _toc_by_book(self) -> dict[str, list[TocNode]]:
-        out: dict[str, list[TocNode]] = defaultdict(list)
-        for node in self._toc:
-            out[node.book_id].append(node)
-        return dict(out)
-
-    @cached_property
-    def nodes(self) -> dict[str, TocNode]:
-        return {n.node_id: n for n in self._toc}
-
-    def leaves(self, book_id: str | None = None) -> list[Leaf]:
-        """Retrieval targets in document order, for one book or all."""
-        if book_id is None:
-            return list(self._leaves)
-        return self._leaves_by_book.get(book_id, [])
-
-    @cached_property
-    def _leaves_by_book(self) -> dict[str, list[Leaf]]:
-        out: dict[str, list[Leaf]] = defaultdict(list)
-        for leaf in self._leaves:
-            out[leaf.book_id].append(leaf)
-        return dict(out)
-
-    @cached_property
-    def leaf_by_id(self) -> dict[str, Leaf]:
-        return {x.leaf_id: x for x in self._leaves}
-
-    def leaf(self, leaf_id: str) -> Leaf:
-        try:
-            return self.leaf_by_id[leaf_id]
-        except KeyError:
-            raise SearchTomeError(f"{self.root}: no leaf {leaf_id!r}") from None
-
-    def paragraphs(self, leaf_id: str | None = None) -> list[Paragraph]:
-        if leaf_id is None:
-            return list(self._paragraphs)
-        return [p for p in self._paragraphs if p.leaf_id == leaf_id]
-
-    def units(self) -> list[Unit]:
-        return list(self._units)
-
-    # -- queries -------------------------------------------------------------------------------
-    def queries(self, split: str, book_id: str | None = None) -> list[Query]:
-        if split not in SPLITS:
-            from searchtome.errors import unknown_name
-
-            raise unknown_name("split", split, SPLITS)
-        return [
-            q
-            for q in self._queries
-            if q.split == split and (book_id is None or q.book_id == book_id)
-        ]
-
-    @cached_property
-    def query_by_id(self) -> dict[str, Query]:
-        return {q.query_id: q for q in self._queries}
-
-    def gold(self, query_id: str) -> str:
-        """The gold leaf id of a query."""
-        return self.query_by_id[query_id].leaf_id
-
-    def qrels(self, split: str) -> list[Qrel]:
-        return [Qrel(q.query_id, q.leaf_id) for q in self.queries(split)]
-
-    def training_questions(
-        self, leaf_id: str | None = None, split: str = "train"
-    ) -> dict[str, list[Query]]:
-        """Training questions grouped by gold leaf (every leaf present, possibly with none)."""
-        out: dict[str, list[Query]] = {x.leaf_id: [] for x in self._leaves}
-        for q in self.queries(split):
-            out.setdefault(q.leaf_id, []).append(q)
-        if leaf_id is not None:
-            return {leaf_id: out.get(leaf_id, [])}
-        return out
-
-    def __repr__(self) -> str:
-        counts = ", ".join(f"{s}={len(self.queries(s))}" for s in SPLITS)
-        return (
-            f"Dataset({self.root}, books={len(self.books)}, leaves={len(self._leaves)}, {counts})"
-        )
-
-
-def load(source: PathLike) -> Dataset:
-    """Open a dataset: a local folder, or ``hf://ORG/NAME[@REVISION]`` on the Hugging Face Hub."""
-    text = str(source)
-    if text.startswith("hf://"):
-        from searchtome.dataset.publish import download_dataset
-
-        return load(download_dataset(text))
-    root = Path(source)
-    if not (root / CORPUS_FILE).is_file():
-        raise SearchTomeError(
-            f"{root}: not a SearchTome dataset folder (no {CORPUS_FILE}); "
-            "create one with `searchtome build` or `searchtome import repro`"
-        )
-    books = {}
-    for row in read_parquet(root / BOOKS_FILE):
-        book = Book.from_dict(row)
-        books[book.book_id] = BookInfo(
-            book=book, n_pages=row.get("n_pages"), toc_source=row.get("toc_source") or "outline"
-        )
-    toc = [TocNode.from_dict(r) for r in read_parquet(root / TOC_FILE)]
-    leaves = [Leaf.from_dict(r) for r in read_parquet(root / CORPUS_FILE)]
-    queries: list[Query] = []
-    for split in SPLITS:
-        qpath, rpath = root / queries_file(split), root / qrels_file(split)
-        if not qpath.exists():
-            continue
-        gold: dict[str, str] = {}
-        for r in read_parquet(rpath):
-            if r["score"] > 0:
-                gold[r["query-id"]] = r["corpus-id"]
-        for r in read_parquet(qpath):
-            queries.append(
-                Query(
-                    query_id=r["query_id"],
-                    book_id=r["book_id"],
-                    text=r["text"],
-                    leaf_id=gold[r["query_id"]],
-                    split=split,
-                    unit_id=r.get("unit_id"),
-                    model_generated=bool(r.get("model_generated", True)),
-                )
-            )
-    paragraphs = (
-        [Paragraph.from_dict(r) for r in read_parquet(root / PARAGRAPHS_FILE)]
-        if (root / PARAGRAPHS_FILE).exists()
-        else []
-    )
-    units = (
-        [Unit.from_dict(r) for r in read_parquet(root / UNITS_FILE)]
-        if (root / UNITS_FILE).exists()
-        else []
-    )
-    manifest = read_json(root / MANIFEST_FILE) if (root / MANIFEST_FILE).exists() else {}
-    return Dataset(
-        root=root,
-        books=books,
-        _toc=toc,
-        _leaves=leaves,
-        _queries=queries,
-        _paragraphs=paragraphs,
-        _units=units,
-        manifest=manifest,
-    )

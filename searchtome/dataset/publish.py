@@ -1,8 +1,9 @@
-"""Hugging Face Hub: ``searchtome publish`` and ``hf://ORG/NAME@REV`` downloads.
+"""``searchtome publish``: upload a dataset folder to the Hugging Face Hub.
 
 Publishing uploads a dataset folder exactly as it is on disk — after the card has been merged and
 written into the folder — in **one commit**, then tags that commit (``--revision``). So the local
-folder loads with ``datasets.load_dataset`` exactly as the published repository does.
+folder loads with ``datasets.load_dataset`` exactly as the published repository does. Downloading
+(``hf://ORG/NAME@REV``) is :mod:`searchtome.dataset.hub`.
 
 * The token comes from ``HF_TOKEN`` or the login cache (``huggingface_hub.get_token``); it is
   passed to ``HfApi`` and nowhere else: never printed, never logged.
@@ -17,22 +18,28 @@ folder loads with ``datasets.load_dataset`` exactly as the published repository 
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from searchtome.dataset.card import build_card, hand_written_text
+from searchtome.dataset.hub import REPO_ID_RE, REPO_TYPE, hub_endpoint, short_error
+from searchtome.dataset.layout import (
+    CARD_FILE,
+    FORMAT_VERSION,
+    MANIFEST_FILE,
+    file_hashes,
+    verify_manifest,
+)
+from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, dumps, read_json, sha256_text
+from searchtome.io import PathLike, atomic_write, dumps, read_json, sha256_text
 
 log = logging.getLogger(__name__)
 
-REPO_TYPE = "dataset"
-_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _BLOCKING_RESTRICTIONS = ("no-redistribution", "no-derivatives")
 _BLOCKING_LICENSE = re.compile(
@@ -46,75 +53,9 @@ _MANAGED = re.compile(
 )
 
 
-# -- hf:// sources ---------------------------------------------------------------------------------
-def parse_hf_source(source: str) -> tuple[str, str | None]:
-    """``hf://ORG/NAME@REV`` → ``("ORG/NAME", "REV")`` (revision ``None`` = main)."""
-    if not source.startswith("hf://"):
-        raise SearchTomeError(f"{source!r} is not an hf://ORG/NAME[@REVISION] address")
-    rest = source[len("hf://") :]
-    rest = rest.removeprefix("datasets/")
-    repo, _, revision = rest.partition("@")
-    if not _REPO_RE.match(repo) or (revision == "" and "@" in rest):
-        raise SearchTomeError(
-            f"{source!r} is not an hf://ORG/NAME[@REVISION] address (e.g. hf://searchtome/v1@v1.0)"
-        )
-    return repo, revision or None
-
-
-def _endpoint() -> str | None:
-    return os.environ.get("HF_ENDPOINT") or None
-
-
-def download_dataset(source: str) -> Path:
-    """Fetch ``hf://ORG/NAME@REV`` into the Hugging Face cache; return the snapshot folder.
-
-    Offline (``SEARCHTOME_OFFLINE=1``) only the cache is used. The snapshot is checked against
-    its own ``manifest.json`` before it is returned.
-    """
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
-    from searchtome.dataset.layout import MANIFEST_FILE, verify_manifest
-    from searchtome.settings import hf_offline_env, offline
-
-    repo, revision = parse_hf_source(source)
-    hf_offline_env()
-    try:
-        path = Path(
-            snapshot_download(
-                repo,
-                repo_type=REPO_TYPE,
-                revision=revision,
-                endpoint=_endpoint(),
-                local_files_only=offline(),
-            )
-        )
-    except LocalEntryNotFoundError:
-        raise SearchTomeError(
-            f"{source}: not in the local Hugging Face cache and the Hub cannot be reached"
-            + (" (SEARCHTOME_OFFLINE=1)" if offline() else "")
-            + "; download it once online or pass a local folder"
-        ) from None
-    except HfHubHTTPError as exc:
-        raise SearchTomeError(f"{source}: the Hub refused the download ({_short(exc)})") from None
-    if (path / MANIFEST_FILE).is_file():
-        problems = verify_manifest(path)
-        if problems:
-            raise SearchTomeError(
-                f"{source}: downloaded files disagree with manifest.json: {problems[0]}"
-            )
-    return path
-
-
-def _short(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
 # -- licences --------------------------------------------------------------------------------------
 def redistribution_blockers(data_dir: PathLike) -> list[str]:
     """One line per book whose terms forbid publishing text derived from it."""
-    from searchtome.dataset.layout import load
-
     ds = load(data_dir)
     out = []
     for bid in ds.book_ids():
@@ -191,16 +132,6 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-def _user_text(card: str | None) -> str:
-    """A card's hand-written body: everything outside the YAML header and the generated block."""
-    from searchtome.dataset.card import _BLOCK_RE
-
-    if not card:
-        return ""
-    body = re.sub(r"\A---\r?\n.*?\r?\n---\r?\n", "", card, count=1, flags=re.DOTALL)
-    return _BLOCK_RE.sub("", body).strip()
-
-
 def make_plan(
     data_dir: PathLike,
     repo_id: str,
@@ -212,38 +143,8 @@ def make_plan(
     remote_card: str | None = None,
 ) -> PublishPlan:
     """Everything a publish would upload, computed locally (no network)."""
-    from searchtome.dataset.card import build_card
-    from searchtome.dataset.layout import (
-        CARD_FILE,
-        FORMAT_VERSION,
-        MANIFEST_FILE,
-        file_hashes,
-        verify_manifest,
-    )
-
     root = Path(data_dir)
-    if not _REPO_RE.match(repo_id):
-        raise SearchTomeError(f"--repo {repo_id!r}: expected ORG/NAME (letters, digits, . _ -)")
-    if revision is not None and not _TAG_RE.match(revision):
-        raise SearchTomeError(f"--revision {revision!r}: a tag name is letters, digits, . _ -")
-    if revision is not None and create_pr:
-        raise SearchTomeError(
-            "--revision with --create-pr: a tag must point at a merged commit; publish as a pull "
-            "request, merge it on the Hub, then tag the merged commit"
-        )
-    if not (root / MANIFEST_FILE).is_file():
-        raise SearchTomeError(
-            f"{root}: no {MANIFEST_FILE}; publish a folder written by `searchtome build` or "
-            "`searchtome import`"
-        )
-    problems = verify_manifest(root)
-    problems = [p for p in problems if not p.startswith(f"{CARD_FILE}:")]
-    if problems:
-        raise SearchTomeError(
-            f"{root}: files differ from {MANIFEST_FILE} ({problems[0]}"
-            f"{f' and {len(problems) - 1} more' if len(problems) > 1 else ''}); rebuild the "
-            "dataset instead of editing it by hand"
-        )
+    _check_request(root, repo_id, revision, create_pr)
     blockers = redistribution_blockers(root)
     if blockers and not allow_restricted:
         raise SearchTomeError(
@@ -256,38 +157,12 @@ def make_plan(
     notes: list[str] = []
     existing = local
     if remote_card is not None:
-        mine, theirs = _user_text(local), _user_text(remote_card)
-        if mine and theirs and mine != theirs:
-            raise SearchTomeError(
-                f"{local_path} and the card on {repo_id} both carry hand-written text and it "
-                "differs; make them agree (copy the Hub's text into the local README.md outside "
-                "the generated block, or delete the local text to keep the Hub's), then publish"
-            )
-        existing = _combine(local, remote_card) if mine else remote_card
+        existing = _merge_with_remote(local, remote_card, repo_id, local_path)
         notes.append(f"merged the card already on {repo_id}")
     card, card_notes = build_card(root, existing=existing, repo_id=repo_id)
     notes += card_notes
+    manifest, files = _planned_files(root, card, local)
 
-    info = {k: v for k, v in read_json(root / MANIFEST_FILE).items() if k not in ("files",)}
-    info.pop("format", None)
-    hashes = file_hashes(root)
-    hashes[CARD_FILE] = {"sha256": sha256_text(card), "bytes": len(card.encode("utf-8"))}
-    manifest = dumps({"format": FORMAT_VERSION, **info, "files": dict(sorted(hashes.items()))})
-
-    files = []
-    for rel, h in sorted(hashes.items()):
-        changed = rel == CARD_FILE and card != local
-        files.append(PlannedFile(rel, h["bytes"], h["sha256"], changed))
-    old_manifest = (root / MANIFEST_FILE).read_text(encoding="utf-8")
-    files.append(
-        PlannedFile(
-            MANIFEST_FILE,
-            len(manifest.encode("utf-8")),
-            sha256_text(manifest),
-            manifest != old_manifest,
-        )
-    )
-    files.sort(key=lambda f: f.path)
     base = f"{local_path}" if local is not None else "an empty card"
     if remote_card is not None:
         base = f"the card on {repo_id}"
@@ -314,6 +189,69 @@ def make_plan(
         blockers=blockers,
         notes=notes,
     )
+
+
+def _check_request(root: Path, repo_id: str, revision: str | None, create_pr: bool) -> None:
+    """The names are usable and the folder is exactly what its manifest says (card excepted)."""
+    if not REPO_ID_RE.match(repo_id):
+        raise SearchTomeError(f"--repo {repo_id!r}: expected ORG/NAME (letters, digits, . _ -)")
+    if revision is not None and not _TAG_RE.match(revision):
+        raise SearchTomeError(f"--revision {revision!r}: a tag name is letters, digits, . _ -")
+    if revision is not None and create_pr:
+        raise SearchTomeError(
+            "--revision with --create-pr: a tag must point at a merged commit; publish as a pull "
+            "request, merge it on the Hub, then tag the merged commit"
+        )
+    if not (root / MANIFEST_FILE).is_file():
+        raise SearchTomeError(
+            f"{root}: no {MANIFEST_FILE}; publish a folder written by `searchtome build` or "
+            "`searchtome import`"
+        )
+    problems = verify_manifest(root)
+    problems = [p for p in problems if not p.startswith(f"{CARD_FILE}:")]
+    if problems:
+        raise SearchTomeError(
+            f"{root}: files differ from {MANIFEST_FILE} ({problems[0]}"
+            f"{f' and {len(problems) - 1} more' if len(problems) > 1 else ''}); rebuild the "
+            "dataset instead of editing it by hand"
+        )
+
+
+def _merge_with_remote(local: str | None, remote_card: str, repo_id: str, local_path: Path) -> str:
+    """The card to merge ours into when the Hub already has one; conflicting prose stops it."""
+    mine, theirs = hand_written_text(local), hand_written_text(remote_card)
+    if mine and theirs and mine != theirs:
+        raise SearchTomeError(
+            f"{local_path} and the card on {repo_id} both carry hand-written text and it "
+            "differs; make them agree (copy the Hub's text into the local README.md outside "
+            "the generated block, or delete the local text to keep the Hub's), then publish"
+        )
+    return _combine(local, remote_card) if mine else remote_card
+
+
+def _planned_files(root: Path, card: str, local: str | None) -> tuple[str, list[PlannedFile]]:
+    """The manifest to publish (its hashes include the new card) and every file, by path."""
+    info = {k: v for k, v in read_json(root / MANIFEST_FILE).items() if k not in ("files",)}
+    info.pop("format", None)
+    hashes = file_hashes(root)
+    hashes[CARD_FILE] = {"sha256": sha256_text(card), "bytes": len(card.encode("utf-8"))}
+    manifest = dumps({"format": FORMAT_VERSION, **info, "files": dict(sorted(hashes.items()))})
+
+    files = []
+    for rel, h in sorted(hashes.items()):
+        changed = rel == CARD_FILE and card != local
+        files.append(PlannedFile(rel, h["bytes"], h["sha256"], changed))
+    old_manifest = (root / MANIFEST_FILE).read_text(encoding="utf-8")
+    files.append(
+        PlannedFile(
+            MANIFEST_FILE,
+            len(manifest.encode("utf-8")),
+            sha256_text(manifest),
+            manifest != old_manifest,
+        )
+    )
+    files.sort(key=lambda f: f.path)
+    return manifest, files
 
 
 def _combine(local: str | None, remote: str) -> str:
@@ -367,16 +305,9 @@ def publish(
         )
         return PublishResult(plan)
 
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
-    from huggingface_hub.errors import (
-        EntryNotFoundError,
-        HfHubHTTPError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
+    from huggingface_hub import HfApi, get_token
+    from huggingface_hub.errors import HfHubHTTPError
 
-    from searchtome.dataset.layout import CARD_FILE, MANIFEST_FILE
-    from searchtome.io import atomic_write
     from searchtome.settings import require_online
 
     # Everything that can fail locally fails before any network call.
@@ -389,27 +320,9 @@ def publish(
         raise SearchTomeError(
             "no Hugging Face token: set HF_TOKEN or log in once with `hf auth login`"
         )
-    api = HfApi(endpoint=_endpoint(), token=token)
+    api = HfApi(endpoint=hub_endpoint(), token=token)
     try:
-        exists = True
-        try:
-            refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
-        except RepositoryNotFoundError:
-            exists, refs = False, None
-        if revision and refs is not None and any(t.name == revision for t in refs.tags):
-            raise SearchTomeError(
-                f"tag {revision!r} already exists on {repo_id}; choose another --revision"
-            )
-        remote_card = None
-        remote_files: list[str] = []
-        if exists:
-            remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE)
-            if CARD_FILE in remote_files:
-                try:
-                    card_path = api.hf_hub_download(repo_id, CARD_FILE, repo_type=REPO_TYPE)
-                    remote_card = Path(card_path).read_text(encoding="utf-8")
-                except (EntryNotFoundError, RevisionNotFoundError):
-                    remote_card = None
+        exists, remote_files, remote_card = _remote_state(api, repo_id, revision)
         plan = make_plan(
             root,
             repo_id,
@@ -426,87 +339,82 @@ def publish(
             fh.write(plan.manifest)
         if not exists:
             api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
-        local = {f.path for f in plan.files}
-        operations: list[Any] = [
-            CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path))
-            for f in plan.files
-        ]
-        operations += [
-            CommitOperationDelete(path_in_repo=p)
-            for p in sorted(remote_files)
-            if _MANAGED.match(p) and p not in local
-        ]
-        message = commit_message or (
-            f"SearchTome dataset {revision}" if revision else "SearchTome dataset"
-        )
-        info = api.create_commit(
-            repo_id,
-            operations,
-            commit_message=message,
-            repo_type=REPO_TYPE,
-            create_pr=create_pr,
-        )
-        result = PublishResult(
-            plan, commit_url=str(info.commit_url), commit_oid=info.oid, pr_url=info.pr_url
-        )
-        if revision:
-            api.create_tag(
-                repo_id,
-                tag=revision,
-                revision=info.oid,
-                repo_type=REPO_TYPE,
-                tag_message=message,
-            )
-            result.tag = revision
+        result = _commit_and_tag(api, plan, remote_files, commit_message)
     except HfHubHTTPError as exc:
-        raise SearchTomeError(f"publishing to {repo_id} failed: {_short(exc)}") from None
+        raise SearchTomeError(f"publishing to {repo_id} failed: {short_error(exc)}") from None
     log.info("published %s to %s (%s)", root, repo_id, result.commit_oid)
     return result
 
 
-# -- CLI -------------------------------------------------------------------------------------------
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "publish",
-        help="upload a dataset folder to the Hugging Face Hub (one commit, then a tag)",
-        description=(
-            "Merge the dataset card, then upload the folder to a Hub dataset repository in one "
-            "commit and tag it. The token comes from HF_TOKEN or the login cache. --dry-run "
-            "prints the plan (files, sizes, card diff) without any network call."
-        ),
+def _remote_state(
+    api: Any, repo_id: str, revision: str | None
+) -> tuple[bool, list[str], str | None]:
+    """Whether the repository exists, its files, and its card; a taken tag stops the publish."""
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
     )
-    p.add_argument("data", metavar="DATA", help="dataset folder")
-    p.add_argument("--repo", required=True, metavar="ORG/NAME", help="dataset repository")
-    p.add_argument("--revision", metavar="TAG", help="tag the commit with this name (e.g. v1.0)")
-    p.add_argument("--private", action="store_true", help="create the repository as private")
-    p.add_argument("--create-pr", action="store_true", help="open a pull request instead")
-    p.add_argument("--dry-run", action="store_true", help="print the plan; no network, no writes")
-    p.add_argument(
-        "--allow-restricted",
-        action="store_true",
-        help="publish books whose terms forbid redistribution (only with the rights holder's "
-        "permission)",
-    )
-    p.add_argument("--message", help="commit message")
-    p.set_defaults(func=_run_publish)
+
+    exists = True
+    try:
+        refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
+    except RepositoryNotFoundError:
+        exists, refs = False, None
+    if revision and refs is not None and any(t.name == revision for t in refs.tags):
+        raise SearchTomeError(
+            f"tag {revision!r} already exists on {repo_id}; choose another --revision"
+        )
+    remote_card = None
+    remote_files: list[str] = []
+    if exists:
+        remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE)
+        if CARD_FILE in remote_files:
+            try:
+                card_path = api.hf_hub_download(repo_id, CARD_FILE, repo_type=REPO_TYPE)
+                remote_card = Path(card_path).read_text(encoding="utf-8")
+            except (EntryNotFoundError, RevisionNotFoundError):
+                remote_card = None
+    return exists, remote_files, remote_card
 
 
-def _run_publish(args: argparse.Namespace) -> int:
-    result = publish(
-        args.data,
-        args.repo,
-        revision=args.revision,
-        private=args.private,
-        create_pr=args.create_pr,
-        dry_run=args.dry_run,
-        allow_restricted=args.allow_restricted,
-        commit_message=args.message,
+def _commit_and_tag(
+    api: Any, plan: PublishPlan, remote_files: list[str], commit_message: str | None
+) -> PublishResult:
+    """One commit with every planned file (stale layout files deleted), then the tag."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    root, repo_id, revision = plan.data_dir, plan.repo_id, plan.revision
+    local = {f.path for f in plan.files}
+    operations: list[Any] = [
+        CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=str(root / f.path))
+        for f in plan.files
+    ]
+    operations += [
+        CommitOperationDelete(path_in_repo=p)
+        for p in sorted(remote_files)
+        if _MANAGED.match(p) and p not in local
+    ]
+    message = commit_message or (
+        f"SearchTome dataset {revision}" if revision else "SearchTome dataset"
     )
-    print(result.plan.render(dry_run=args.dry_run))
-    if not args.dry_run:
-        print(f"committed: {result.pr_url or result.commit_url}")
-        if result.tag:
-            print(
-                f"tagged: {result.tag} → load with searchtome.load('hf://{args.repo}@{result.tag}')"
-            )
-    return 0
+    info = api.create_commit(
+        repo_id,
+        operations,
+        commit_message=message,
+        repo_type=REPO_TYPE,
+        create_pr=plan.create_pr,
+    )
+    result = PublishResult(
+        plan, commit_url=str(info.commit_url), commit_oid=info.oid, pr_url=info.pr_url
+    )
+    if revision:
+        api.create_tag(
+            repo_id,
+            tag=revision,
+            revision=info.oid,
+            repo_type=REPO_TYPE,
+            tag_message=message,
+        )
+        result.tag = revision
+    return result

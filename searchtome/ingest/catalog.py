@@ -1,17 +1,27 @@
 """The book catalog: which PDFs make up a SearchTome release, where they come from, on what terms.
 
-A catalog is a TOML file (format in ``docs/catalog.md``); the package ships SearchTome v1
-(``searchtome/data/catalog-v1.toml``, 18 books, 3 per domain). Users point ``--catalog`` at their
-own file to swap a book or build a different collection. Loading validates everything up front,
-so a typo in entry 14 fails in one line naming the file, the entry and the field, before any
-download starts.
+A catalog is a TOML file (format in ``docs/catalog.md``). The package ships two: ``v2`` (the
+default, ``searchtome/data/catalog-v2.toml``), the 18 books of the paper's Table 1 with the
+paper's figures per book, and ``v1`` (``catalog-v1.toml``), the list reconstructed before the
+paper's book list was known. Users point ``--catalog`` at ``v1``, ``v2`` or their own file.
+Loading validates everything up front, so a typo in entry 14 fails in one line naming the file,
+the entry and the field, before any download starts.
+
+Besides the fields of :class:`~searchtome.records.Book`, an entry may carry *facts* about the
+book: the paper's figures for it, how sure the entry is (``status``), where each claim comes
+from (``evidence``), its Open Textbook Library page, and the outline depth whose leaves are the
+paper's. ``Book`` is the record every stage passes around and its fields are part of the dataset
+layout, so these facts live beside it: :func:`book_facts` returns them for a loaded book.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
+import weakref
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,7 +30,26 @@ from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.io import PathLike, stable_hash
 from searchtome.records import BOOK_ID_RE, DOMAINS, Book, Catalog
 
-DEFAULT_CATALOG = "catalog-v1.toml"
+# Packaged catalogs by the short name ``--catalog`` accepts; the first is the default.
+PACKAGED_CATALOGS: dict[str, str] = {"v2": "catalog-v2.toml", "v1": "catalog-v1.toml"}
+DEFAULT_CATALOG = PACKAGED_CATALOGS["v2"]
+
+# How sure a catalog entry is; ``fetch`` tells the user what each one means for them.
+STATUSES: dict[str, str] = {
+    "pinned": "the PDF is pinned by a SHA-256 taken from a download (see its evidence); "
+    "fetch accepts only that file",
+    "lead": "the book is identified and its PDF URL comes from public material, but nothing was "
+    "downloaded to confirm it: the first download is pinned and checked against the paper's "
+    "pages and leaves",
+    "edition-open": "the book is identified, but which edition or version the paper used is "
+    "open: the URL may serve another one, so compare the download (or a PDF you supply with "
+    "--source-dir) with the paper's pages and leaves (searchtome fetch --verify)",
+    "source-unknown": "the book is identified, but no PDF URL was found: obtain the PDF and "
+    "supply it with --source-dir; fetch checks it against the paper's pages and leaves",
+    "unidentified": "the paper's book is not identified; the entry records the paper's figures "
+    "and any lead: supply the PDF you believe is the paper's with --source-dir and check it "
+    "with searchtome fetch --verify",
+}
 
 # What each machine-readable restriction means; the builder and the publisher act on them.
 RESTRICTIONS: dict[str, str] = {
@@ -37,23 +66,112 @@ _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _URL_RE = re.compile(r"^(https?|file)://\S+$")
 _CATALOG_KEYS = ("name", "version", "description", "books_per_domain", "books")
 _BOOK_KEYS = tuple(Book.__dataclass_fields__)
+_FACT_KEYS = ("status", "paper", "evidence", "otl_url", "leaf_depth")
+_PAPER_KEYS = ("pages", "leaves", "test", "train", "dev")
 _REQUIRED = ("book_id", "domain", "title")
 
 
+@dataclass(frozen=True)
+class PaperFigures:
+    """A book's row of the paper's Table 1: pages, ToC leaves and questions per split."""
+
+    pages: int
+    leaves: int
+    test: int
+    train: int
+    dev: int
+
+    @property
+    def questions(self) -> int:
+        return self.test + self.train + self.dev
+
+
+@dataclass(frozen=True)
+class BookFacts:
+    """What a catalog entry says about its book beyond the :class:`Book` record."""
+
+    status: str = ""  # a key of STATUSES; "" when the catalog does not say
+    paper: PaperFigures | None = None
+    evidence: Mapping[str, str] = field(default_factory=dict)  # claim (a field) -> its source
+    otl_url: str = ""  # the book's Open Textbook Library page
+    leaf_depth: int | None = None  # outline depth whose leaves are the paper's; None: all
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry keys these facts came from (empty ones left out)."""
+        out: dict[str, Any] = {}
+        if self.status:
+            out["status"] = self.status
+        if self.otl_url:
+            out["otl_url"] = self.otl_url
+        if self.leaf_depth is not None:
+            out["leaf_depth"] = self.leaf_depth
+        if self.paper is not None:
+            out["paper"] = asdict(self.paper)
+        if self.evidence:
+            out["evidence"] = dict(self.evidence)
+        return out
+
+
+# Facts of every loaded book, keyed by the identity of its Book object: two catalogs may hold
+# equal Book records with different facts (a user's copy that adds a leaf_depth), so equality
+# cannot be the key. An entry goes when its book does.
+_FACTS: dict[int, tuple[weakref.ref[Book], BookFacts]] = {}
+
+
+def _remember(book: Book, facts: BookFacts) -> None:
+    key = id(book)
+
+    def forget(ref: weakref.ref[Book]) -> None:
+        if _FACTS.get(key, (None,))[0] is ref:
+            del _FACTS[key]
+
+    _FACTS[key] = (weakref.ref(book, forget), facts)
+
+
+def book_facts(book: Book) -> BookFacts:
+    """The facts the catalog that ``book`` was loaded from gives for it (empty if none)."""
+    found = _FACTS.get(id(book))
+    return found[1] if found is not None and found[0]() is book else BookFacts()
+
+
+def replace_book(book: Book, **changes: Any) -> Book:
+    """``dataclasses.replace`` for a catalog book that keeps the book's facts."""
+    new = replace(book, **changes)
+    _remember(new, book_facts(book))
+    return new
+
+
 def default_catalog_path() -> Path:
-    """The packaged SearchTome v1 catalog file."""
-    return Path(str(resources.files("searchtome") / "data" / DEFAULT_CATALOG))
+    """The packaged default catalog file (SearchTome v2, the paper's 18 books)."""
+    return packaged_catalog_path("v2")
+
+
+def packaged_catalog_path(name: str) -> Path:
+    """The file of a packaged catalog by its short name (``v1``, ``v2``)."""
+    if name not in PACKAGED_CATALOGS:
+        raise unknown_name("packaged catalog", name, PACKAGED_CATALOGS)
+    return Path(str(resources.files("searchtome") / "data" / PACKAGED_CATALOGS[name]))
+
+
+def resolve_catalog(path: PathLike | None) -> Path:
+    """``None`` → the default catalog; ``v1``/``v2`` → that packaged file; else the path."""
+    if path is None:
+        return default_catalog_path()
+    if str(path) in PACKAGED_CATALOGS:
+        return packaged_catalog_path(str(path))
+    return Path(path)
 
 
 def load_catalog(path: PathLike | None = None) -> Catalog:
-    """Read and validate a catalog file (``None``: the packaged v1 catalog)."""
-    path = Path(path) if path is not None else default_catalog_path()
+    """Read and validate a catalog (``None``: the packaged default; ``"v1"``/``"v2"`` by name)."""
+    path = resolve_catalog(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise SearchTomeError(
-            f"{path}: catalog file not found; pass --catalog with an existing TOML file "
-            "or omit it to use the packaged SearchTome v1 catalog"
+            f"{path}: catalog file not found; pass --catalog with an existing TOML file or a "
+            f"packaged catalog ({', '.join(PACKAGED_CATALOGS)}), or omit it to use the packaged "
+            "SearchTome v2 catalog"
         ) from None
     except IsADirectoryError:
         raise SearchTomeError(f"{path}: is a folder, not a catalog TOML file") from None
@@ -93,7 +211,8 @@ def catalog_from_dict(data: dict[str, Any], source: str = "<catalog>") -> Catalo
     books: list[Book] = []
     seen: dict[str, int] = {}
     for index, entry in enumerate(entries, 1):
-        book = _book_from_entry(entry, f"{source}: books entry {index}")
+        book, facts = _book_from_entry(entry, f"{source}: books entry {index}")
+        _remember(book, facts)
         if book.book_id in seen:
             raise fail(
                 f"books entry {index}: book_id {book.book_id!r} already used by entry "
@@ -122,15 +241,15 @@ def _unknown_key(kind: str, key: str, known: tuple[str, ...]) -> str:
     return str(unknown_name(kind, key, known))
 
 
-def _book_from_entry(entry: Any, where: str) -> Book:
+def _book_from_entry(entry: Any, where: str) -> tuple[Book, BookFacts]:
     if not isinstance(entry, dict):
         raise SearchTomeError(f"{where}: must be a table ([[books]]), not {type(entry).__name__}")
     book_id = entry.get("book_id")
     if isinstance(book_id, str):
         where = f"{where} ({book_id!r})"
     for key in entry:
-        if key not in _BOOK_KEYS:
-            raise SearchTomeError(f"{where}: {_unknown_key('field', key, _BOOK_KEYS)}")
+        if key not in _BOOK_KEYS + _FACT_KEYS:
+            raise SearchTomeError(f"{where}: {_unknown_key('field', key, _BOOK_KEYS + _FACT_KEYS)}")
     for key in _REQUIRED:
         if not isinstance(entry.get(key), str) or not entry[key].strip():
             raise SearchTomeError(f"{where}: field {key!r} is required and must be a string")
@@ -165,7 +284,46 @@ def _book_from_entry(entry: Any, where: str) -> Book:
     size = entry.get("size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size <= 0):
         raise bad("size", "must be a positive number of bytes (or be left out)")
-    return Book.from_dict(entry)
+    book = Book.from_dict({k: v for k, v in entry.items() if k in _BOOK_KEYS})
+    return book, _facts_from_entry(entry, where)
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _facts_from_entry(entry: dict[str, Any], where: str) -> BookFacts:
+    def bad(field: str, what: str) -> SearchTomeError:
+        return SearchTomeError(f"{where}: field {field!r} {what}")
+
+    status = entry.get("status", "")
+    if status and status not in STATUSES:
+        raise SearchTomeError(f"{where}: {unknown_name('status', str(status), STATUSES)}")
+    otl_url = entry.get("otl_url", "")
+    if not isinstance(otl_url, str) or (otl_url and not _URL_RE.match(otl_url)):
+        raise bad("otl_url", "must be an http(s):// URL")
+    depth = entry.get("leaf_depth")
+    if depth is not None and not _positive_int(depth):
+        raise bad("leaf_depth", "must be a positive outline depth (1 = top level)")
+    paper = entry.get("paper")
+    figures = None
+    if paper is not None:
+        if not isinstance(paper, dict) or set(paper) != set(_PAPER_KEYS):
+            raise bad("paper", f"must be a table with exactly {', '.join(_PAPER_KEYS)}")
+        if not all(_positive_int(paper[k]) for k in _PAPER_KEYS):
+            raise bad("paper", "must hold positive whole numbers")
+        figures = PaperFigures(**{k: paper[k] for k in _PAPER_KEYS})
+    evidence = entry.get("evidence", {})
+    if not isinstance(evidence, dict) or not all(
+        isinstance(v, str) and v.strip() for v in evidence.values()
+    ):
+        raise bad("evidence", 'must be a table of claim = "where it comes from"')
+    for claim in evidence:
+        if claim not in _BOOK_KEYS + _FACT_KEYS:
+            raise SearchTomeError(
+                f"{where}: evidence for an {_unknown_key('field', claim, _BOOK_KEYS + _FACT_KEYS)}"
+            )
+    return BookFacts(str(status), figures, dict(evidence), otl_url, depth)
 
 
 def catalog_hash(catalog: Catalog) -> str:
@@ -174,7 +332,13 @@ def catalog_hash(catalog: Catalog) -> str:
     Formatting, comments and key order of the TOML file do not matter; any change to a field
     (a new pin, a swapped URL, a licence note) does, so build caches keyed on it stay honest.
     """
-    return stable_hash(catalog.to_dict())
+    data = catalog.to_dict()
+    facts = {b.book_id: book_facts(b).to_dict() for b in catalog.books}
+    if any(facts.values()):
+        # Only catalogs that carry facts hash them, so the hash of a catalog without any (a
+        # user's own, the sample) is what it always was.
+        data["facts"] = facts
+    return stable_hash(data)
 
 
 def catalog_to_toml(catalog: Catalog, books_per_domain: int | None = None) -> str:
@@ -198,7 +362,17 @@ def catalog_to_toml(catalog: Catalog, books_per_domain: int | None = None) -> st
                 lines.append(f"{key} = {value}")
             else:
                 lines.append(f"{key} = {_toml_str(value)}")
+        for key, value in book_facts(book).to_dict().items():
+            if isinstance(value, dict):
+                pairs = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
+                lines.append(f"{key} = {{ {pairs} }}")
+            else:
+                lines.append(f"{key} = {_toml_value(value)}")
     return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: str | int) -> str:
+    return str(value) if isinstance(value, int) else _toml_str(value)
 
 
 def _toml_str(value: str) -> str:

@@ -31,8 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from searchtome.ingest.toc import OutlineEntry
+from searchtome.ingest.headings import norm, strip_label
+from searchtome.ingest.layout import Block, Page, mark_furniture
+from searchtome.ingest.outline import OutlineEntry
 from searchtome.records import TocNode
+from searchtome.settings import progress
 
 if TYPE_CHECKING:
     import pymupdf
@@ -161,17 +164,14 @@ def _read_lines(doc: pymupdf.Document) -> tuple[list[_Line], set[tuple[int, int]
     """Every text line with its style, and the (page, block) pairs that are page furniture."""
     import pymupdf
 
-    from searchtome.ingest.extract import _Block, _Page, mark_furniture
-    from searchtome.settings import progress
-
     flags = (
         pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
     )
     lines: list[_Line] = []
-    pages: list[_Page] = []
+    pages: list[Page] = []
     for page in progress(doc, total=doc.page_count, desc="reading layout", unit="p"):
         number = page.number + 1
-        fpage = _Page(number, page.rect.width, page.rect.height)
+        fpage = Page(number, page.rect.width, page.rect.height)
         for bi, block in enumerate(page.get_text("dict", flags=flags)["blocks"]):
             texts = []
             for row in _rows(block):
@@ -204,7 +204,7 @@ def _read_lines(doc: pymupdf.Document) -> tuple[list[_Line], set[tuple[int, int]
                 )
             bx0, by0, bx1, by1 = block["bbox"]
             # Keep block indices aligned with the dict blocks, empty ones included.
-            fpage.blocks.append(_Block(bx0, by0, bx1, by1, texts or [""], text="\n".join(texts)))
+            fpage.blocks.append(Block(bx0, by0, bx1, by1, texts or [""], text="\n".join(texts)))
         pages.append(fpage)
     mark_furniture(pages)
     furniture = {(p.number, bi) for p in pages for bi, b in enumerate(p.blocks) if b.dropped}
@@ -507,9 +507,7 @@ class Agreement:
 
 
 def _title_key(title: str) -> str:
-    from searchtome.ingest.extract import _strip_label, norm
-
-    return norm(_strip_label(title)) or norm(title)
+    return norm(strip_label(title)) or norm(title)
 
 
 def titles_match(a: str, b: str) -> bool:

@@ -1,33 +1,27 @@
-"""A book's table of contents: the PDF outline (or an inferred one) as a tree of ToC nodes.
+"""A book's table of contents: outline entries, read or inferred, as a tree of ToC nodes.
 
-``searchtome toc PDF [--json]`` prints it. The outline is MuPDF's resolved outline tree
-(``Document.outline``), cleaned up: titles are whitespace-normalised (empty ones get a
-placeholder), entries that point nowhere keep their place in the tree with ``page=None``, level
-skips are attached to the nearest possible parent, and every such repair is reported in
-``warnings``.
-
-One PyMuPDF behaviour needs care: when a single outline entry points to a page index beyond the
-document, ``get_toc()`` returns an empty list for the whole document, without an error. An empty
-result for a file whose catalog has a non-empty ``/Outlines`` is therefore never taken as "no
-ToC": the outline is read again with pypdf, entry by entry.
+``searchtome toc PDF [--json]`` prints it. The entries come from the PDF outline
+(:mod:`searchtome.ingest.outline`) or, with ``--infer-toc``, from the headings on the pages
+(:mod:`searchtome.ingest.infer_toc`). Building the tree cleans them up: titles are
+whitespace-normalised (empty ones get a placeholder), entries that point nowhere keep their
+place in the tree with ``page=None``, level skips are attached to the nearest possible parent,
+and every such repair is reported in ``warnings``.
 """
 
 from __future__ import annotations
 
-import argparse
-import io
 import logging
-import math
-import re
-import sys
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from searchtome.errors import SearchTomeError
+from searchtome.ingest.infer_toc import infer_entries
+from searchtome.ingest.outline import OutlineEntry, outline_entries
+from searchtome.ingest.pdf import is_damaged, opened
 from searchtome.records import BOOK_ID_RE, TocNode, node_id, slugify
+from searchtome.titles import clean_title
 
 if TYPE_CHECKING:
     import pymupdf
@@ -38,17 +32,6 @@ Source = Literal["outline", "inferred"]
 InferMode = bool | Literal["auto", "always"]
 
 UNTITLED = "(untitled)"
-
-
-@dataclass(frozen=True)
-class OutlineEntry:
-    """One outline entry as read, before it becomes a node: level, title, where it points."""
-
-    level: int
-    title: str
-    page: int | None  # 1-based, None when it points nowhere in this document
-    x: float | None = None  # destination point in top-left page coordinates, when given
-    y: float | None = None
 
 
 @dataclass(frozen=True)
@@ -97,20 +80,6 @@ class TocTree:
 
 # --------------------------------------------------------------------------------------------
 # Titles and tree building
-
-
-_SPACE_RE = re.compile(r"\s+")
-
-
-def clean_title(title: str) -> str:
-    """NFC, control characters dropped, whitespace runs collapsed to one space, stripped."""
-    title = unicodedata.normalize("NFC", title or "")
-    title = "".join(
-        " " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c
-        for c in title
-        if c not in "\u200b\ufeff\u00ad"
-    )
-    return _SPACE_RE.sub(" ", title).strip()
 
 
 def build_tree(
@@ -190,161 +159,6 @@ def build_tree(
     return TocTree(book_id, source, n_pages, toc_nodes, tuple(warns))
 
 
-# --------------------------------------------------------------------------------------------
-# Reading the outline
-
-
-def has_outline(doc: pymupdf.Document) -> bool:
-    """Whether the catalog holds a non-empty ``/Outlines`` tree, whatever get_toc says."""
-    try:
-        kind, value = doc.xref_get_key(doc.pdf_catalog(), "Outlines")
-        if kind != "xref":
-            return False
-        outlines = int(value.split()[0])
-        return doc.xref_get_key(outlines, "First")[0] == "xref"
-    except Exception:  # not a PDF catalog we can inspect
-        return False
-
-
-def _valid_y(y: float | None, height: float | None) -> float | None:
-    if y is None or math.isnan(y) or y < -1.0 or (height is not None and y > height + 1.0):
-        return None
-    return max(y, 0.0) if height is None else min(max(y, 0.0), height)
-
-
-def _walk_outline(doc: pymupdf.Document, path: Path, warns: list[str]) -> list[OutlineEntry]:
-    """MuPDF's outline tree, depth first.
-
-    ``Document.outline`` items carry the resolved page and the destination point already in
-    top-left page coordinates, for named destinations too (``get_toc(simple=False)`` reports
-    named ones in raw PDF coordinates, and resolves every entry again, 15x slower).
-    """
-    entries: list[OutlineEntry] = []
-    n_pages = doc.page_count
-    heights: dict[int, float] = {}
-    stack = [(doc.outline, 1)]
-    while stack:
-        item, level = stack.pop()
-        while item is not None:
-            title = item.title or ""
-            number = len(entries) + 1
-            page: int | None = item.page + 1 if item.page is not None and item.page >= 0 else None
-            x = y = None
-            if item.is_external:
-                warns.append(
-                    f"entry {number} {clean_title(title)!r} links to {item.uri}, not into this book"
-                )
-                page = None
-            elif page is None:
-                uri = item.uri or ""
-                detail = (
-                    f"named destination {uri.split('=', 1)[1]!r} is not defined"
-                    if uri.startswith("#nameddest=")
-                    else "no destination"
-                )
-                warns.append(f"entry {number} {clean_title(title)!r} points nowhere ({detail})")
-            elif page <= n_pages:
-                if page not in heights:
-                    heights[page] = doc.page_cropbox(page - 1).height
-                x = _valid_y(getattr(item, "x", None), None)
-                y = _valid_y(getattr(item, "y", None), heights[page])
-            entries.append(OutlineEntry(level, title, page, x, y))
-            if item.down is not None:
-                # Children come before the next sibling: finish them first.
-                stack.append((item.next, level))
-                item, level = item.down, level + 1
-                continue
-            item = item.next
-    return entries
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _outline_with_pypdf(doc: pymupdf.Document, path: Path) -> list[OutlineEntry]:
-    """Read the outline entry by entry with pypdf (used when PyMuPDF returns nothing)."""
-    import pymupdf
-    import pypdf
-
-    if doc.metadata and doc.metadata.get("encryption"):
-        # pypdf would need the optional `cryptography` package for AES; MuPDF already
-        # decrypted the file, so hand pypdf an unencrypted copy.
-        data = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_NONE)
-    else:
-        data = path.read_bytes()
-    pypdf_log = logging.getLogger("pypdf")
-    old_level = pypdf_log.level
-    pypdf_log.setLevel(logging.ERROR)  # its "multiple definitions" chatter is not ours to show
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
-        entries: list[OutlineEntry] = []
-
-        def walk(items: Sequence[Any], level: int) -> None:
-            for item in items:
-                if isinstance(item, list):
-                    walk(item, level + 1)
-                    continue
-                index = reader.get_destination_page_number(item)
-                page = index + 1 if index is not None and 0 <= index < doc.page_count else None
-                x = y = None
-                if page is not None:
-                    pdf_page = doc[page - 1]
-                    left, top = _number(item.left), _number(item.top)
-                    if top is not None:
-                        point = pymupdf.Point(left or 0.0, top) * pdf_page.transformation_matrix
-                        x, y = float(point.x), _valid_y(float(point.y), pdf_page.rect.height)
-                entries.append(OutlineEntry(level, str(item.title or ""), page, x, y))
-
-        walk(reader.outline, 1)
-        return entries
-    except Exception as exc:
-        raise SearchTomeError(
-            f"{path}: has an outline that neither PyMuPDF nor pypdf can read ({exc}); "
-            "use --infer-toc to infer the ToC from the page layout"
-        ) from None
-    finally:
-        pypdf_log.setLevel(old_level)
-
-
-def outline_entries(doc: pymupdf.Document, path: Path) -> tuple[list[OutlineEntry], list[str]]:
-    """The outline as flat entries plus warnings; empty when the file has no outline at all."""
-    warns: list[str] = []
-    try:
-        # ``doc.outline`` is a non-None wrapper even when there is no outline, so the catalog
-        # decides whether there is one to walk.
-        if has_outline(doc):
-            entries = _walk_outline(doc, path, warns)
-            if entries:
-                return entries, warns
-    except Exception as exc:  # MuPDF may fail on a broken outline tree
-        log.warning("%s: PyMuPDF cannot read the outline (%s); trying pypdf", path, exc)
-        warns = []
-    if not has_outline(doc):
-        return [], warns
-    log.warning(
-        "%s: PyMuPDF returns an empty ToC although the file has an outline; reading it with pypdf",
-        path,
-    )
-    entries = _outline_with_pypdf(doc, path)
-    if not entries:
-        raise SearchTomeError(
-            f"{path}: has an /Outlines entry but no readable outline items; "
-            "use --infer-toc to infer the ToC from the page layout"
-        )
-    warns.append(
-        "PyMuPDF returned an empty ToC although the file has an outline "
-        "(an entry points outside the document); the outline was read with pypdf"
-    )
-    for i, entry in enumerate(entries):
-        if entry.page is None:
-            warns.append(f"entry {i + 1} {clean_title(entry.title)!r} points outside the document")
-    return entries, warns
-
-
 def default_book_id(path: str | Path) -> str:
     return slugify(Path(path).stem)
 
@@ -384,8 +198,6 @@ def toc_from_doc(
     if mode != "always":
         entries, warns = outline_entries(doc, path)
     source: Source = "outline"
-    from searchtome.ingest.pdf import is_damaged
-
     damaged = is_damaged(doc)
     if damaged:
         warns.insert(0, "the file is damaged (MuPDF repaired it): pages or text may be missing")
@@ -400,8 +212,6 @@ def toc_from_doc(
                 f"{path}: has no outline (bookmarks), so there is no ToC to read; "
                 "add --infer-toc to infer one from headings on the pages"
             )
-        from searchtome.ingest.infer_toc import infer_entries
-
         entries, warns = infer_entries(doc, path)
         source = "inferred"
         if not entries:
@@ -429,15 +239,9 @@ def read_toc(
     ``infer``: ``False`` requires an outline; ``True``/``"auto"`` infers headings from the page
     layout when there is none; ``"always"`` ignores the outline and infers.
     """
-    from searchtome.ingest.pdf import opened
-
     with opened(path, password=password) as doc:
         tree, _ = toc_from_doc(doc, path, book_id=book_id, infer=infer)
     return tree
-
-
-# --------------------------------------------------------------------------------------------
-# CLI
 
 
 def format_tree(tree: TocTree) -> str:
@@ -454,54 +258,3 @@ def format_tree(tree: TocTree) -> str:
         marker = "" if n.is_leaf else " +"
         lines.append(f"{ordinal:<{width}}  {'  ' * (n.level - 1)}{n.title}{marker}  [{page}]")
     return "\n".join(lines)
-
-
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by ``toc`` and ``extract``."""
-    parser.add_argument("pdf", type=Path, metavar="PDF", help="the book's PDF file")
-    parser.add_argument(
-        "--book-id", help="book id used in node ids (default: slug of the file name)"
-    )
-    parser.add_argument("--password", help="user password of an encrypted PDF")
-    parser.add_argument(
-        "--infer-toc",
-        action="store_true",
-        help="when the PDF has no outline, infer the ToC from headings on the pages",
-    )
-    parser.add_argument(
-        "--ignore-outline",
-        action="store_true",
-        help="infer the ToC from the page layout even when the PDF has an outline",
-    )
-
-
-def infer_mode(args: argparse.Namespace) -> InferMode:
-    """The ``infer`` argument of :func:`read_toc` that the command-line options ask for."""
-    if getattr(args, "ignore_outline", False):
-        return "always"
-    return bool(getattr(args, "infer_toc", False))
-
-
-def _toc_command(args: argparse.Namespace) -> int:
-    from searchtome.io import dumps
-
-    tree = read_toc(args.pdf, book_id=args.book_id, password=args.password, infer=infer_mode(args))
-    if args.json:
-        sys.stdout.write(dumps(tree.to_json()))
-    else:
-        print(format_tree(tree))
-        for w in tree.warnings:
-            print(f"warning: {w}", file=sys.stderr)
-    return 0
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "toc",
-        help="print a PDF's table of contents as a tree",
-        description="Read a PDF's outline (bookmarks) as a ToC tree. Leaves are the retrieval "
-        "targets. Repairs (empty titles, dangling entries, level skips) are listed as warnings.",
-    )
-    add_source_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.set_defaults(func=_toc_command)

@@ -197,7 +197,8 @@ class ResponseCache:
         self.close()
 
     # -- sharing ---------------------------------------------------------------------------------
-    def _rows(self) -> Iterator[dict[str, Any]]:
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every cached reply as a JSON-ready row, in key order."""
         with self._lock:
             rows = self._db.execute(
                 "SELECT key, content_key, request_hash, host, model, prompt_version, sampling, "
@@ -222,7 +223,7 @@ class ResponseCache:
 
     def export(self, path: PathLike, *, model: str | None = None) -> int:
         """Write every reply (or one model's) to one gzip JSON-lines file; return the count."""
-        rows = [r for r in self._rows() if model is None or r["model"] == model]
+        rows = [r for r in self.rows() if model is None or r["model"] == model]
         header = {"format": EXPORT_FORMAT, "count": len(rows)}
         path = Path(path)
         with (

@@ -89,10 +89,11 @@ def serve_command(model_dir: Path, port: int, device: str = "cpu") -> list[str]:
             raise SearchTomeError(
                 "the batched local server runs on the CPU only; set SEARCHTOME_LOCAL_SERVER=transformers for other devices"
             )
+        # A child process, not an import: the command layer parses the server's options.
         return [
             sys.executable,
             "-m",
-            "searchtome.llm.server",
+            "searchtome.commands.serve",
             "--model",
             str(model_dir),
             "--host",

@@ -1,7 +1,8 @@
 """A small OpenAI-compatible chat server that batches concurrent requests on the CPU.
 
-``python -m searchtome.llm.server --model DIR --port PORT`` serves one causal LM from a local
-Hugging Face folder (by default the converted SmolLM2-135M-Instruct) with:
+:func:`serve` (run as ``python -m searchtome.commands.serve --model DIR --port PORT``) serves
+one causal LM from a local Hugging Face folder (by default the converted SmolLM2-135M-Instruct)
+with:
 
 * ``GET /health`` — 200 once the model is loaded (the socket only opens after loading);
 * ``GET /v1/models`` — the one model;
@@ -23,7 +24,6 @@ between CPUs; builds stay byte-identical because every reply is cached (``search
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -290,39 +290,35 @@ def make_handler(generator: Generator, model_name: str) -> type[BaseHTTPRequestH
     return Handler
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m searchtome.llm.server", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("--model", required=True, help="a local Hugging Face model folder")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument(
-        "--max-batch", type=int, default=int(os.environ.get("SEARCHTOME_LOCAL_BATCH", "16"))
-    )
-    parser.add_argument(
-        "--threads", type=int, default=int(os.environ.get("SEARCHTOME_LOCAL_THREADS", "1"))
-    )
-    args = parser.parse_args(argv)
+def default_max_batch() -> int:
+    """The largest batch, from ``SEARCHTOME_LOCAL_BATCH`` (default 16)."""
+    return int(os.environ.get("SEARCHTOME_LOCAL_BATCH", "16"))
+
+
+def default_threads() -> int:
+    """torch's CPU threads, from ``SEARCHTOME_LOCAL_THREADS`` (default 1)."""
+    return int(os.environ.get("SEARCHTOME_LOCAL_THREADS", "1"))
+
+
+def serve(model_dir: str, *, host: str, port: int, max_batch: int, threads: int) -> None:
+    """Load the model, then answer requests on ``host:port`` until interrupted.
+
+    The socket opens only once the model is loaded, so a ``/health`` answer means ready.
+    """
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )
-    log.info("loading %s", args.model)
-    generator = Generator(args.model, args.max_batch, args.threads)
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(generator, args.model))
+    log.info("loading %s", model_dir)
+    generator = Generator(model_dir, max_batch, threads)
+    server = ThreadingHTTPServer((host, port), make_handler(generator, model_dir))
     server.daemon_threads = True
     log.info(
         "serving %s on http://%s:%d (batch <= %d, %d thread(s))",
-        args.model,
-        args.host,
-        args.port,
-        args.max_batch,
-        args.threads,
+        model_dir,
+        host,
+        port,
+        max_batch,
+        threads,
     )
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,6 @@
-"""The runner: registry look-up, config building, the submission it writes, the CLI."""
+"""The runner and its commands: registry look-up, the submission it writes, tune, ls, the CLI.
+
+Config layering itself is tested in tests/test_config.py."""
 
 from __future__ import annotations
 
@@ -8,12 +10,11 @@ from dataclasses import dataclass, field
 import pytest
 from searchtome.baselines import registry
 from searchtome.baselines.bm25 import BM25Config
-from searchtome.baselines.dpr import DPRConfig
-from searchtome.baselines.encoders import EncoderConfig
+from searchtome.baselines.runner import check_run, execute, run_baseline
 
 from searchtome.cli import main
-from searchtome.commands.baselines import check_run, execute, make_config, run_baseline, tune
-from searchtome.dataset.layout import load
+from searchtome.commands.tune import tune
+from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from searchtome.records import Run
 
@@ -33,68 +34,6 @@ def test_unknown_baseline_suggests_the_close_name(tiny_dataset, capsys):
     err = capsys.readouterr().err
     assert "unknown baseline 'bm52'" in err and "did you mean 'bm25'" in err
     assert "Traceback" not in err
-
-
-def test_config_layers_defaults_file_and_overrides(tmp_path):
-    assert make_config(BM25Config) == BM25Config()
-    toml = tmp_path / "bm25.toml"
-    toml.write_text('k1 = 0.9\ntitle = "none"\n')
-    cfg = make_config(BM25Config, toml, ["b=0.5", "stemmer=none", "depth=10"])
-    assert (cfg.k1, cfg.b, cfg.title, cfg.stemmer, cfg.depth) == (0.9, 0.5, "none", "none", 10)
-    js = tmp_path / "bm25.json"
-    js.write_text(json.dumps({"k1": 2}))
-    assert make_config(BM25Config, js).k1 == 2.0
-    assert make_config(BM25Config, {"k1": 1.0}, {"b": 0.1}).b == 0.1
-    # A submission's meta.json repeats a run: its "config" is used.
-    meta = tmp_path / "meta.json"
-    meta.write_text(json.dumps({"system": "bm25", "config": {"k1": 0.7}}))
-    assert make_config(BM25Config, meta).k1 == 0.7
-
-
-def test_nested_configs_and_presets():
-    cfg = make_config(DPRConfig, None, ["encoder.batch_size=8", "encoder.query_prefix=query: "])
-    assert cfg.encoder.batch_size == 8 and cfg.encoder.query_prefix == "query: "
-    assert cfg.encoder.passage_max_tokens == DPRConfig().encoder.passage_max_tokens
-    nv = make_config(DPRConfig, None, ["encoder=nv-embed-v2", "encoder.batch_size=2"])
-    assert nv.encoder == EncoderConfig(**{**EncoderConfig.PRESETS["nv-embed-v2"], "batch_size": 2})
-    assert make_config(DPRConfig, {"encoder": "nv-embed-v2"}).encoder.pooling == "nv-embed"
-    assert make_config(DPRConfig, None, ["encoder.revision=null"]).encoder.revision is None
-
-
-@pytest.mark.parametrize(
-    ("overrides", "message"),
-    [
-        (["k3=1"], "unknown config key 'k3' (did you mean 'k1'?)"),
-        (["k1=fast"], "k1: expected a number, got 'fast'"),
-        (["depth=2.5"], "depth: expected an integer"),
-        (["lowercase=maybe"], "lowercase: expected true or false"),
-        (["depth=500"], "depth must be between 1 and 100"),
-        (["variant=okapy"], "did you mean 'okapi'"),
-        (["k1"], "expected KEY=VALUE"),
-    ],
-)
-def test_bad_overrides_fail_with_one_clear_line(overrides, message):
-    with pytest.raises(SearchTomeError) as info:
-        make_config(BM25Config, None, overrides)
-    assert message in str(info.value)
-    assert "\n" not in str(info.value)
-
-
-def test_bad_nested_key_and_file(tmp_path):
-    with pytest.raises(SearchTomeError, match=r"did you mean 'encoder\.model'"):
-        make_config(DPRConfig, None, ["encoder.modle=x"])
-    bad = tmp_path / "c.json"
-    bad.write_text(json.dumps({"encoder": {"pooling": "max"}}))
-    with pytest.raises(SearchTomeError, match=r"c\.json: .*pooling"):
-        make_config(DPRConfig, bad)
-    bad.write_text(json.dumps({"k2": 1}))
-    with pytest.raises(SearchTomeError, match=r"c\.json: unknown config key 'k2'"):
-        make_config(BM25Config, bad)
-    with pytest.raises(SearchTomeError, match="not found"):
-        make_config(BM25Config, tmp_path / "missing.toml")
-    (tmp_path / "c.toml").write_text("k1 = = 2")
-    with pytest.raises(SearchTomeError, match="not valid TOML"):
-        make_config(BM25Config, tmp_path / "c.toml")
 
 
 def test_cli_run_writes_a_valid_submission(tiny_dataset, tmp_path, capsys):
@@ -193,6 +132,51 @@ def test_tune_scores_every_grid_point_on_dev(tiny_dataset, capsys):
     assert main(["tune", "bm25", "--data", str(tiny_dataset), "--grid", "b=0.3,0.9"]) == 0
     table = capsys.readouterr().out
     assert table.startswith("| b | R@1 | R@3 | nDCG@3 | s |") and table.count("\n") == 4
+
+
+@dataclass(frozen=True)
+class _PickCfg:
+    pick: str = "a"
+
+
+def test_tune_ranks_by_the_macro_mean_over_domains_unless_told(tiny_dataset, monkeypatch, tmp_path):
+    ds = load(tiny_dataset)
+    alpha = [q for q in ds.queries("dev") if q.book_id == "alpha-bio"]  # Natural Sciences
+    beta = [q for q in ds.queries("dev") if q.book_id == "beta-law"]  # Law
+    assert len(alpha) > len(beta) + 1  # the premise: one domain has more queries
+
+    def fake(dataset, split, config, ctx):
+        # "a": every alpha query right, no beta one; "b": every beta query and one alpha one.
+        right = {q.query_id for q in alpha}
+        if config.pick == "b":
+            right = {q.query_id for q in beta} | {alpha[0].query_id}
+        rankings = {}
+        for q in dataset.queries(split):
+            wrong = next(x.leaf_id for x in dataset.leaves(q.book_id) if x.leaf_id != q.leaf_id)
+            rankings[q.query_id] = (q.leaf_id if q.query_id in right else wrong,)
+        return Run("fake", rankings)
+
+    monkeypatch.setitem(
+        registry._REGISTRY, "fake", registry.BaselineSpec("fake", "test", _PickCfg, fake)
+    )
+    grid = {"pick": ["a", "b"]}
+    micro = tune("fake", ds, grid, aggregate="micro")
+    macro = tune("fake", ds, grid)  # macro is the default, as the leaderboard ranks
+    assert [r["setting"]["pick"] for r in micro] == ["a", "b"]
+    assert [r["setting"]["pick"] for r in macro] == ["b", "a"]
+    n = len(alpha) + len(beta)
+    assert micro[0]["R@1"] == pytest.approx(len(alpha) / n)
+    assert macro[0]["R@1"] == pytest.approx((1 / len(alpha) + 1) / 2)
+    out = tmp_path / "tune.json"
+    argv = ["tune", "fake", "--data", str(tiny_dataset), "--grid", "pick=a,b", "--out", str(out)]
+    assert main(argv) == 0
+    table = json.loads(out.read_text())
+    assert table["aggregate"] == "macro" and table["rows"][0]["setting"] == {"pick": "b"}
+    assert main([*argv, "--aggregate", "micro"]) == 0
+    table = json.loads(out.read_text())
+    assert table["aggregate"] == "micro" and table["rows"][0]["setting"] == {"pick": "a"}
+    with pytest.raises(SearchTomeError, match="unknown aggregate 'macor'"):
+        tune("fake", ds, grid, aggregate="macor")
 
 
 def test_depth_and_gzip(tiny_dataset, tmp_path):

@@ -13,13 +13,12 @@ from searchtome.baselines.text import (
     pack_sentences,
     split_long,
     split_sentences,
-    title_path,
     word_counter,
 )
 
-from searchtome.dataset.layout import load
+from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
-from searchtome.metrics.measures import Qrels, evaluate, mean_scores
+from searchtome.metrics import Qrels, evaluate, mean_scores
 
 
 def test_analyzer_rules():
@@ -87,8 +86,7 @@ def test_split_long_cuts_at_word_boundaries():
     assert " ".join(pieces) == text
 
 
-def test_title_path():
-    assert title_path(("Ch 1", " Cells ", "", "Lipids")) == "Ch 1 > Cells > Lipids"
+def test_leaf_document():
     assert leaf_document(("A", "B"), "B", "body", "path") == "A > B\n\nbody"
     assert leaf_document(("A", "B"), "B", "body", "leaf") == "B\n\nbody"
     assert leaf_document(("A", "B"), "B", "body", "none") == "body"

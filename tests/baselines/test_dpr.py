@@ -20,8 +20,8 @@ from searchtome.baselines.dpr import (
 from searchtome.baselines.encoders import Encoder, EncoderConfig
 from searchtome.baselines.registry import RunContext
 
-from searchtome.dataset.layout import load
-from searchtome.metrics.measures import Qrels, evaluate, mean_scores
+from searchtome.dataset.loader import load
+from searchtome.metrics import Qrels, evaluate, mean_scores
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,11 @@ from tests.fixtures.llm_helpers import one_thread, tiny_lm_fixture  # noqa: F401
 
 pytest.importorskip("torch")
 
+from searchtome.baselines.generative.books import book_context
+from searchtome.baselines.generative.config import GenRetConfig
 from searchtome.baselines.generative.engine import load_lm
-from searchtome.baselines.generative.retriever import GenRetConfig, book_context
 
-from searchtome.dataset.layout import load
+from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -39,7 +40,7 @@ def test_dsi_prompt_holds_no_toc_and_is_truncated_to_its_budget(tiny_lm_dir, tin
 
 
 def test_dsi_semantic_identifiers_run_end_to_end(tiny_lm_dir, tiny_dataset) -> None:
-    from searchtome.commands.baselines import execute
+    from searchtome.baselines.runner import execute
 
     one_thread()
     overrides = {
@@ -82,7 +83,8 @@ def test_prediction_reads_the_prompt_as_training_did(
     tiny_lm_dir, tiny_dataset, tmp_path, system
 ) -> None:
     """The exact score of a training question's gold leaf equals minus its training loss."""
-    from searchtome.baselines.generative.retriever import build_examples, run_generative
+    from searchtome.baselines.generative.adapters import build_examples
+    from searchtome.baselines.generative.retriever import run_generative
     from searchtome.baselines.generative.train import batch_loss_backward, load_adapter
     from searchtome.baselines.registry import RunContext
 

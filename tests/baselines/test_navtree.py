@@ -17,7 +17,7 @@ from searchtome.baselines.navtree import (
     walk,
 )
 
-from searchtome.dataset.layout import load
+from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 
 
@@ -160,7 +160,7 @@ def nav_runs(tiny_dataset, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["navtree", "toc-navtree"])
 def test_tree_baselines_beat_random_and_stay_in_the_book(nav_runs, name):
-    from searchtome.metrics.measures import Qrels, evaluate, mean_scores
+    from searchtome.metrics import Qrels, evaluate, mean_scores
 
     ds, runs = nav_runs
     (run, notes), (again, notes2) = runs[name]

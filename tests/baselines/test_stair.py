@@ -16,18 +16,15 @@ torch = pytest.importorskip("torch")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from searchtome.baselines.generative.adapters import build_examples, training_books  # noqa: E402
+from searchtome.baselines.generative.beam import beam_search  # noqa: E402
+from searchtome.baselines.generative.books import book_context  # noqa: E402
+from searchtome.baselines.generative.config import GenRetConfig  # noqa: E402
 from searchtome.baselines.generative.engine import (  # noqa: E402
-    beam_search,
     load_lm,
     rank_from_scores,
     score_trie,
     score_uncached,
-)
-from searchtome.baselines.generative.retriever import (  # noqa: E402
-    GenRetConfig,
-    book_context,
-    build_examples,
-    training_books,
 )
 from searchtome.baselines.generative.train import (  # noqa: E402
     LoraSettings,
@@ -38,7 +35,7 @@ from searchtome.baselines.generative.train import (  # noqa: E402
     train,
 )
 
-from searchtome.dataset.layout import load  # noqa: E402
+from searchtome.dataset.loader import load  # noqa: E402
 from searchtome.errors import SearchTomeError  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -259,7 +256,7 @@ def test_restricted_books_are_refused_unless_overridden(tiny_dataset) -> None:
 def test_stair_run_is_deterministic_and_reuses_its_adapter(
     tiny_lm_dir, tiny_dataset, tmp_path, monkeypatch
 ) -> None:
-    from searchtome.commands.baselines import execute
+    from searchtome.baselines.runner import execute
 
     one_thread()
     overrides = {
@@ -340,7 +337,7 @@ def test_free_decoding_keeps_invalid_outputs(tiny_lm_dir, tiny_dataset, tmp_path
 def test_paper_configs_parse() -> None:
     from searchtome.baselines.generative.stair import DSIConfig, StairConfig, config_path
 
-    from searchtome.commands.baselines import make_config
+    from searchtome.config import make_config
 
     stair = make_config(StairConfig, config_path("stair-mistral7b"))
     assert stair.model == "mistralai/Mistral-7B-Instruct-v0.2"

@@ -17,7 +17,7 @@ from searchtome.baselines.generative.common import (
     serialize_toc,
 )
 
-from searchtome.dataset.layout import load
+from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from searchtome.records import TocNode
 

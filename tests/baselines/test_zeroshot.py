@@ -9,7 +9,7 @@ from searchtome.baselines.generative.common import IdentifierIndex, is_invalid_i
 from searchtome.baselines.generative.zeroshot import ZeroShotConfig, parse_reply, run_zeroshot
 from searchtome.baselines.registry import RunContext
 
-from searchtome.dataset.layout import load
+from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from tests.fixtures.fake_openai import FakeOpenAIServer
 from tests.fixtures.llm_helpers import tiny_lm_fixture  # noqa: F401

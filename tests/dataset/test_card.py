@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from searchtome.dataset.card import BEGIN, END, build_card, hf_license, size_category, write_card
-from searchtome.dataset.layout import load, verify_manifest, write_manifest
+from searchtome.dataset.card import BEGIN, END, build_card, write_card
+from searchtome.dataset.card_header import hf_license, size_category
+from searchtome.dataset.layout import verify_manifest, write_manifest
+from searchtome.dataset.loader import load
 from searchtome.io import read_json
 from searchtome.records import SPLITS
 

@@ -14,8 +14,10 @@ import pytest
 
 import searchtome
 from searchtome.cli import main
-from searchtome.dataset.layout import BookInfo, load, verify_manifest, write_dataset, write_manifest
-from searchtome.dataset.publish import download_dataset, make_plan, parse_hf_source, publish
+from searchtome.dataset.hub import download_dataset, parse_hf_source
+from searchtome.dataset.layout import BookInfo, verify_manifest, write_dataset, write_manifest
+from searchtome.dataset.loader import load
+from searchtome.dataset.publish import make_plan, publish
 from searchtome.errors import SearchTomeError
 from searchtome.records import SPLITS
 from tests.fixtures.hub_standin import HubStandIn

@@ -14,7 +14,8 @@ import pytest
 import searchtome
 from searchtome.cli import main
 from searchtome.dataset.layout import verify_manifest
-from searchtome.dataset.repro import _fallback_book, _manifest_fields, _ordinals, import_repro
+from searchtome.dataset.repro import _ordinals, import_repro
+from searchtome.dataset.repro_release import fallback_book, manifest_fields
 from searchtome.errors import SearchTomeError
 from searchtome.io import read_json
 from searchtome.records import SPLITS
@@ -235,8 +236,8 @@ def test_cli_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 def test_fallback_metadata_agrees_with_the_catalog() -> None:
     """Without the packaged catalog the release's MANIFEST.md gives the same book facts."""
-    fields = _manifest_fields((PEER / "data" / "MANIFEST.md").read_text())
-    book = _fallback_book("whole-child", fields, None)
+    fields = manifest_fields((PEER / "data" / "MANIFEST.md").read_text())
+    book = fallback_book("whole-child", fields, None)
     assert book.title == "The Whole Child: Development in the Early Years"
     assert book.authors == ("Deirdre Budzyna", "Doris Buckley")
     assert book.license == "CC BY-NC-SA 4.0"
@@ -256,7 +257,7 @@ def test_fallback_metadata_agrees_with_the_catalog() -> None:
         book.landing_url,
     )
     with pytest.raises(SearchTomeError, match="--domain"):
-        _fallback_book("some-other-book", fields, None)
+        fallback_book("some-other-book", fields, None)
 
 
 def test_broken_tree_is_refused(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ import searchtome
 from searchtome.cli import main
 from searchtome.dataset.layout import verify_manifest
 from searchtome.errors import SearchTomeError
-from searchtome.generate.build import BuildOptions, build
+from searchtome.generate.options import BuildOptions
+from searchtome.generate.pipeline import build
 from searchtome.io import read_json, sha256_file
 from searchtome.llm.cache import ResponseCache
 from searchtome.llm.local import _healthy
@@ -365,7 +366,7 @@ def test_a_failed_write_leaves_the_old_dataset(pdf_dir, server, tmp_path, monkey
     def broken(folder):
         raise SearchTomeError("card writer exploded")
 
-    monkeypatch.setattr("searchtome.generate.build._write_card", broken)
+    monkeypatch.setattr("searchtome.generate.output._write_card", broken)
     with pytest.raises(SearchTomeError, match="exploded"):
         build(BuildOptions(**{**opts.__dict__, "split_seed": 3}))
     assert _tree(out) == before
@@ -507,7 +508,7 @@ def _child_servers(parent: int) -> list[int]:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         if ppid == parent and (
-            b"searchtome.llm.server" in cmdline
+            b"searchtome.commands.serve" in cmdline
             or (b"transformers" in cmdline and b"serve" in cmdline)
         ):
             found.append(int(entry.name))

@@ -17,13 +17,9 @@ import pytest
 from searchtome.cli import main
 from searchtome.errors import OfflineError, SearchTomeError
 from searchtome.ingest.catalog import load_catalog
-from searchtome.ingest.fetch import (
-    Lock,
-    cache_path,
-    default_lock_path,
-    fetch_book,
-    fetch_books,
-)
+from searchtome.ingest.fetch import fetch_book, fetch_books
+from searchtome.ingest.lock import Lock, default_lock_path
+from searchtome.ingest.store import cache_path
 from searchtome.records import Book, Catalog
 from searchtome.settings import cache_dir
 
@@ -602,9 +598,9 @@ def test_cli_fetch_lock_and_write_pinned(server: _Server, tmp_path: Path, capsys
 
 
 def test_cli_unknown_book_id(capsys) -> None:
-    assert main(["fetch", "--books", "biology-2f", "--list"]) == 1
+    assert main(["fetch", "--books", "tort-laws", "--list"]) == 1
     err = capsys.readouterr().err
-    assert "unknown book 'biology-2f' (did you mean 'biology-2e'" in err
+    assert "unknown book 'tort-laws' (did you mean 'tort-law'" in err
 
 
 def test_redirects_are_followed(server: _Server) -> None:
@@ -620,3 +616,90 @@ def test_redirects_are_followed(server: _Server) -> None:
     b = book(server, "/open/download?type=pdf")
     assert fetch_book(b, **FAST).read_bytes() == BODY
     assert len(server.hits("/files/real.pdf")) == 1
+
+
+# --- the paper's figures -----------------------------------------------------------------------
+
+REAL_PDFS = Path(__file__).resolve().parents[3] / "shared" / "realpdfs"
+needs_real_pdfs = pytest.mark.skipif(
+    not (REAL_PDFS / "gnu_make_manual.pdf").exists(), reason="../shared/realpdfs not available"
+)
+
+
+def _paper_catalog(tmp_path: Path, pages: int, leaves: int, status: str = "unidentified") -> Path:
+    target = tmp_path / "paper.toml"
+    target.write_text(
+        'name = "paper-cat"\nversion = "1"\n\n[[books]]\nbook_id = "make"\ndomain = "Law"\n'
+        f'title = "Make"\nstatus = "{status}"\n'
+        f"paper = {{ pages = {pages}, leaves = {leaves}, test = 3, train = 2, dev = 1 }}\n"
+    )
+    return target
+
+
+def test_a_book_without_a_url_explains_source_dir_and_the_papers_figures(
+    tmp_path: Path, capsys
+) -> None:
+    cat = _paper_catalog(tmp_path, 220, 107)
+    assert main(["fetch", "--catalog", str(cat)]) == 1
+    err = capsys.readouterr().err
+    assert "the catalog gives no pdf_urls" in err and "--source-dir" in err
+    assert "the paper's book is not identified" in err
+    assert "the paper's copy has 220 pages and 107 ToC leaves" in err
+
+
+@needs_real_pdfs
+def test_a_supplied_pdf_is_checked_and_its_leaf_depth_recorded(tmp_path: Path, capsys) -> None:
+    # The GNU Make manual: 220 pages, outline leaves 21 / 107 / 133 when cut at depth 1 / 2 / 3.
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "make.pdf").write_bytes((REAL_PDFS / "gnu_make_manual.pdf").read_bytes())
+    cat = _paper_catalog(tmp_path, 220, 107)
+    lock = tmp_path / "lock.json"
+    code = main(["fetch", "--catalog", str(cat), "--lock", str(lock), "--source-dir", str(source)])
+    assert code == 0
+    check = json.loads(lock.read_text())["checks"]["make"]
+    assert check == {
+        "sha256": check["sha256"],
+        "pages": 220,
+        "outline_leaves": 133,
+        "leaves": 107,
+        "leaf_depth": 2,
+    }
+    from searchtome.ingest.depth import leaf_depth_for
+
+    book = load_catalog(cat).get("make")
+    assert leaf_depth_for(book, lock) == 2
+    assert leaf_depth_for(book) is None  # without the lock, only the catalog could say
+    capsys.readouterr()
+
+    # --verify, later and offline, reads the cache and prints the verdict.
+    assert main(["fetch", "--catalog", str(cat), "--lock", str(lock), "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "make\t220\t220\t107\t107\t2\tmatch" in out
+    assert "verdict: every book matches the paper's figures or comes close (1 match)" in out
+
+
+@needs_real_pdfs
+def test_verify_says_when_a_pdf_is_not_the_papers(tmp_path: Path, capsys) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "make.pdf").write_bytes((REAL_PDFS / "gnu_make_manual.pdf").read_bytes())
+    cat = _paper_catalog(tmp_path, 400, 60, status="edition-open")
+    args = ["fetch", "--catalog", str(cat), "--lock", str(tmp_path / "l.json")]
+    assert main([*args, "--source-dir", str(source), "--verify"]) == 1
+    captured = capsys.readouterr()
+    assert "make\t220\t400\t" in captured.out and "\tdiffers" in captured.out
+    assert "pages 220 (paper 400, -180)" in captured.out
+    assert "verdict: NOT the paper's books" in captured.out
+    assert "make: pages 220 (paper 400, -180)" in captured.err  # warned when it arrived
+
+
+def test_verify_counts_a_book_that_could_not_be_fetched_as_missing(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCHTOME_OFFLINE", "1")
+    cat = _paper_catalog(tmp_path, 220, 107)
+    assert main(["fetch", "--catalog", str(cat), "--verify"]) == 1
+    out = capsys.readouterr().out
+    assert "make\t-\t220\t-\t107\t-\tmissing" in out
+    assert "(1 missing)" in out

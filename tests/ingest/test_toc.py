@@ -13,7 +13,8 @@ import pytest
 
 from searchtome.cli import main
 from searchtome.errors import SearchTomeError
-from searchtome.ingest.toc import OutlineEntry, build_tree, clean_title, read_toc
+from searchtome.ingest.outline import OutlineEntry
+from searchtome.ingest.toc import build_tree, read_toc
 from searchtome.sample.render import (
     BookSpec,
     RenderedBook,
@@ -23,6 +24,7 @@ from searchtome.sample.render import (
     render_book,
     sample_spec,
 )
+from searchtome.titles import clean_title
 from tests.conftest import REALPDFS
 
 # --------------------------------------------------------------------------------------------

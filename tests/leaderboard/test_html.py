@@ -12,7 +12,7 @@ import pytest
 from searchtome.leaderboard import build_leaderboard
 from searchtome.submissions import make_meta, write_submission
 
-from searchtome.dataset.layout import Dataset, load
+from searchtome.dataset.loader import Dataset, load
 
 from .test_leaderboard import system_runs
 

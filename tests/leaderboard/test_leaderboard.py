@@ -12,8 +12,8 @@ from searchtome.leaderboard import build_leaderboard, score_runs
 from searchtome.submissions import make_meta, write_submission, write_trec
 
 from searchtome.cli import main
-from searchtome.dataset.layout import Dataset, load
-from searchtome.metrics.measures import Qrels
+from searchtome.dataset.loader import Dataset, load
+from searchtome.metrics import Qrels
 from searchtome.records import Run
 
 MEASURES = ["R@1", "R@3", "R@5", "nDCG@3", "RR@10"]

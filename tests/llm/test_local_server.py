@@ -49,7 +49,7 @@ def server(lively_lm_dir: Path):
         [
             sys.executable,
             "-m",
-            "searchtome.llm.server",
+            "searchtome.commands.serve",
             "--model",
             str(tiny_lm_dir),
             "--port",

@@ -1,4 +1,4 @@
-"""searchtome.metrics.measures: measure names, values equal to trec_eval's, the tie rule, missing queries."""
+"""searchtome.metrics: measure names, values equal to trec_eval's, the tie rule, missing queries."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import pytest
 import pytrec_eval
 
 from searchtome.errors import SearchTomeError
-from searchtome.metrics.measures import (
+from searchtome.metrics import (
     DEFAULT_MEASURES,
+    FAMILIES,
+    REGISTRY,
     Qrels,
+    describe,
     evaluate,
     mean_scores,
     order_by_score,
@@ -30,6 +33,9 @@ TREC_NAMES = {
     "nDCG@10": "ndcg_cut_10",
     "P@5": "P_5",
     "nDCG": "ndcg",
+    "Success@1": "success_1",
+    "Success@5": "success_5",
+    "Success@10": "success_10",
 }
 
 
@@ -104,7 +110,7 @@ def test_submitted_order_is_authoritative_even_with_tied_scores(
     qrels = Qrels({"q": {"x/1": 1}})
     # Tied scores: trec_eval would put x/2 first (id descending); the given order puts x/1 first.
     run = Run("r", {"q": ("x/1", "x/2")}, {"q": (1.0, 1.0)})
-    with caplog.at_level(logging.WARNING, logger="searchtome.metrics.measures"):
+    with caplog.at_level(logging.WARNING, logger="searchtome.metrics.scorer"):
         result = evaluate(run, qrels, ["R@1"])
     assert result["q"]["R@1"] == 1.0
     assert "tied scores" in caplog.text and "tie rule" in caplog.text
@@ -157,7 +163,9 @@ def test_missing_query_is_a_miss_and_counts_in_the_mean() -> None:
         ("RR@10", "RR@10"),
         ("RR", "RR"),
         ("P@5", "P@5"),
-        ("success@1", "R@1"),
+        ("success@1", "Success@1"),
+        ("hit_rate@10", "Success@10"),
+        ("nonleaf@3", "NonLeaf@3"),
     ],
 )
 def test_measure_names_are_canonical(text: str, canonical: str) -> None:
@@ -171,6 +179,31 @@ def test_bad_measure_names_say_what_to_do() -> None:
         parse_measure("R")
     with pytest.raises(SearchTomeError, match=r"at least 1"):
         parse_measure("R@0")
+    # Names other tools use for other measures are refused, not guessed.
+    with pytest.raises(SearchTomeError, match=r"'hits' is ambiguous.*Success@k"):
+        parse_measure("hits@1")
+    with pytest.raises(SearchTomeError, match=r"Accuracy.*Success@k"):
+        parse_measure("accuracy@1")
+
+
+def test_success_is_not_recall_with_several_relevant_ids() -> None:
+    qrels = Qrels({"q": {"a": 1, "b": 2}, "one": {"g": 1}})
+    run = Run("r", {"q": ("a", "x", "y"), "one": ("g",)})
+    values = evaluate(run, qrels, ["R@1", "Success@1", "R@3", "Success@3"])
+    assert values["q"] == {"R@1": 0.5, "Success@1": 1.0, "R@3": 0.5, "Success@3": 1.0}
+    assert values["one"] == {"R@1": 1.0, "Success@1": 1.0, "R@3": 1.0, "Success@3": 1.0}
+
+
+def test_every_registered_measure_is_described_with_a_formula() -> None:
+    for family in FAMILIES:
+        assert family.formula() and "{k}" in family.description, family.name
+        assert REGISTRY[family.name] is family
+    assert list(describe(["Success@5"])) == ["Success@5"]
+
+
+def test_structural_flags_need_a_dataset() -> None:
+    with pytest.raises(SearchTomeError, match=r"NonLeaf@1: structural flags"):
+        evaluate(Run("r", {"q": ("a",)}), Qrels({"q": {"a": 1}}), ["NonLeaf@1"])
 
 
 def test_qrels_readers(tmp_path, tiny_dataset) -> None:
@@ -191,7 +224,7 @@ def test_qrels_readers(tmp_path, tiny_dataset) -> None:
     bad.write_text("q1 0 b/1 high\n")
     with pytest.raises(SearchTomeError, match=r"bad\.txt:1: rel: 'high' is not an integer"):
         Qrels.from_trec(bad)
-    from searchtome.dataset.layout import load
+    from searchtome.dataset.loader import load
 
     ds = load(tiny_dataset)
     gold = Qrels.from_dataset(ds, "test")

@@ -1,4 +1,4 @@
-"""The `export` and `import` commands as a user runs them."""
+"""The `export` command as a user runs it (and that `import` and `publish` are registered)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,19 @@
-"""``searchtome export {beir,trec}`` and ``searchtome import repro``: the dataset in other formats.
+"""``searchtome export {beir,trec}``: write a dataset in formats other tools read.
 
-The parquet layout itself is written by :mod:`searchtome.dataset.layout`; this module only converts.
+The conversion itself is :mod:`searchtome.dataset.beir`; this module only parses and prints.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 
 def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def register(sub: Any) -> None:
-    export = sub.add_parser(
+def register(subparsers: argparse._SubParsersAction) -> None:
+    export = subparsers.add_parser(
         "export",
         help="write a dataset in another format (BEIR, TREC)",
         description="Convert a SearchTome dataset folder into files other tools read.",
@@ -49,31 +48,9 @@ def register(sub: Any) -> None:
     trec.add_argument("--splits", type=_csv, default=None, help="default: train,dev,test")
     trec.set_defaults(func=_run_trec)
 
-    imp = sub.add_parser(
-        "import",
-        help="convert an existing release into a SearchTome dataset",
-        description="Convert data released by others into the SearchTome dataset layout.",
-    )
-    imp_sub = imp.add_subparsers(dest="format", metavar="FORMAT", required=True)
-    repro = imp_sub.add_parser(
-        "repro",
-        help="an independent reproduction's release (data/derived, data/splits)",
-        description=(
-            "Convert a stair-rag-reproduction style release (data/derived, data/splits, "
-            "data/retriever) into a dataset folder: same query ids and splits, leaves renamed to "
-            "SearchTome ids (mapping in id_map.json). Split files are verified against the "
-            "SHA-256 values in the release's split manifest."
-        ),
-    )
-    repro.add_argument("src", metavar="DIR", help="release folder (holding data/)")
-    repro.add_argument("--out", required=True, help="dataset folder to write (replaced if one)")
-    repro.add_argument("--book", help="book id when the release holds several")
-    repro.add_argument("--domain", help="domain when the book is not in the catalog")
-    repro.add_argument("--repository", help="source repository URL to record (default: SOURCE.md)")
-    repro.set_defaults(func=_run_repro)
-
 
 def _run_beir(args: argparse.Namespace) -> int:
+    # Imported here so that `searchtome --help` does not load pyarrow.
     from searchtome.dataset.beir import export_beir
     from searchtome.errors import SearchTomeError
     from searchtome.records import SPLITS
@@ -101,26 +78,4 @@ def _run_trec(args: argparse.Namespace) -> int:
     summary = export_trec(args.data, args.out, books=args.books, splits=args.splits or SPLITS)
     for split, n in summary["queries"].items():
         print(f"{args.out}/{split}.qrels: {n} queries")
-    return 0
-
-
-def _run_repro(args: argparse.Namespace) -> int:
-    from searchtome.dataset.repro import import_repro
-
-    result = import_repro(
-        args.src, args.out, book=args.book, domain=args.domain, repository=args.repository
-    )
-    qs = ", ".join(f"{s} {n}" for s, n in result.queries.items())
-    print(
-        f"{result.out_dir}: {result.book_id}: {result.n_nodes} ToC nodes, {result.n_leaves} "
-        f"retrieval leaves, {result.n_paragraphs} paragraphs, {result.n_units} units; "
-        f"queries {qs}"
-    )
-    if result.non_retrieval_leaves:
-        print(
-            f"  {len(result.non_retrieval_leaves)} outline leaves are not retrieval targets "
-            f"(kept in toc as non-leaf nodes): {', '.join(result.non_retrieval_leaves)}"
-        )
-    for w in result.warnings:
-        print(f"  warning: {w}")
     return 0

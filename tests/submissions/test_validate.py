@@ -1,4 +1,4 @@
-"""The submission format, its reader/writer and the validator's exact messages."""
+"""The validator: every error with its exact message, counts of non-leaf and invalid ids."""
 
 from __future__ import annotations
 
@@ -6,146 +6,25 @@ import gzip
 import json
 from pathlib import Path
 
-import pytest
-from searchtome.submissions import (
-    Limits,
-    make_meta,
-    read_submission,
-    write_submission,
-    write_trec,
-)
-from searchtome.submissions.format import read_predictions
+from searchtome.submissions import Limits, write_submission
 from searchtome.submissions.validate import validate_submission
 
-from searchtome.cli import main
-from searchtome.dataset.layout import Dataset, load
-from searchtome.errors import SearchTomeError
+from searchtome.dataset.loader import Dataset
 from searchtome.records import Run
+from tests.fixtures.submission_helpers import (
+    all_lines,
+    dataset_fixture,  # noqa: F401
+    error_messages,
+    meta_for,
+    perfect_run,
+    submission_folder,
+)
 
 FIELDS = "allowed: query_id, leaf_ids, scores"
 
 
-@pytest.fixture(scope="module")
-def ds(tiny_dataset: Path) -> Dataset:
-    return load(tiny_dataset)
-
-
-def _meta(system: str = "sys", **extra) -> dict:
-    return make_meta(
-        system,
-        description="a test system",
-        command="searchtome run test",
-        dataset_revision="tiny",
-        hardware="cpu",
-        date_="2025-01-31",
-        **extra,
-    )
-
-
-def _perfect(ds: Dataset, split: str = "test") -> Run:
-    return Run("sys", {q.query_id: (q.leaf_id,) for q in ds.queries(split)})
-
-
-def _folder(tmp_path: Path, ds: Dataset, lines: list[str], name: str = "sys", meta=None) -> Path:
-    """A submission whose predictions file holds ``lines`` (raw text) after a valid first part."""
-    folder = tmp_path / name
-    folder.mkdir()
-    (folder / "predictions.jsonl").write_text("".join(line + "\n" for line in lines))
-    (folder / "meta.json").write_text(
-        json.dumps(meta if meta is not None else _meta(name), indent=2)
-    )
-    return folder
-
-
-def _all_lines(ds: Dataset, skip: int = 0) -> list[str]:
-    return [
-        json.dumps({"query_id": q.query_id, "leaf_ids": [q.leaf_id]})
-        for q in ds.queries("test")[skip:]
-    ]
-
-
-# -- writing and reading --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("compress", [False, True])
-def test_write_and_read_roundtrip(tmp_path: Path, ds: Dataset, compress: bool) -> None:
-    run = Run("sys", {"q1": ("a/1", "a/2"), "q2": ("a/3",)}, {"q1": (2.0, 1.5), "q2": (0.25,)})
-    folder = write_submission(tmp_path / "sys", run, _meta(), compress=compress)
-    name = "predictions.jsonl.gz" if compress else "predictions.jsonl"
-    assert sorted(p.name for p in folder.iterdir()) == sorted(["meta.json", name])
-    sub = read_submission(folder)
-    assert sub.system == "sys"
-    assert dict(sub.run.rankings) == dict(run.rankings)
-    assert dict(sub.run.scores) == dict(run.scores)
-    assert sub.meta["dataset_revision"] == "tiny"
-    # rewriting with the other compression leaves exactly one predictions file
-    write_submission(tmp_path / "sys", run, _meta(), compress=not compress)
-    assert len([p for p in folder.iterdir() if p.name.startswith("predictions")]) == 1
-
-
-def test_write_submission_checks_meta_first(tmp_path: Path) -> None:
-    run = Run("sys", {"q1": ("a/1",)})
-    with pytest.raises(SearchTomeError, match=r"meta\.json: hardware: missing"):
-        write_submission(tmp_path / "x", run, {k: v for k, v in _meta().items() if k != "hardware"})
-    assert not (tmp_path / "x").exists()
-    with pytest.raises(SearchTomeError, match=r"at most 100"):
-        write_submission(
-            tmp_path / "y", Run("s", {"q": tuple(f"a/{i}" for i in range(101))}), _meta()
-        )
-
-
-def test_trec_runs_are_read_wherever_a_submission_is(tmp_path: Path) -> None:
-    run = Run("bm25", {"q1": ("a/1", "a/2", "a/3")}, {"q1": (3.0, 2.0, 1.0)})
-    path = write_trec(tmp_path / "run.trec", run)
-    assert path.read_text().splitlines()[0] == "q1 Q0 a/1 1 3.0 bm25"
-    sub = read_submission(path)
-    assert sub.system == "bm25" and sub.run.rankings["q1"] == ("a/1", "a/2", "a/3")
-    # detected from the content, not the name
-    disguised = tmp_path / "sys" / "predictions.jsonl"
-    disguised.parent.mkdir()
-    disguised.write_text(path.read_text())
-    assert read_predictions(disguised).format == "trec"
-    # and forced: a TREC-looking file read as JSON lines is an error
-    with pytest.raises(SearchTomeError, match=r"predictions\.jsonl:1: json: not valid JSON"):
-        read_submission(disguised, run_format="jsonl")
-
-
-def test_trec_tied_scores_follow_the_tie_rule_and_warn(tmp_path: Path) -> None:
-    path = tmp_path / "r.trec"
-    path.write_text("q1 Q0 a/1 1 1.0 t\nq1 Q0 a/2 2 1.0 t\nq1 Q0 a/0 3 0.5 t\n")
-    preds = read_predictions(path)
-    assert preds.run.rankings["q1"] == ("a/2", "a/1", "a/0")  # id descending among ties
-    messages = [str(p) for p in preds.problems]
-    assert any("score: tied scores in 1 ranking(s)" in m and "tie rule" in m for m in messages)
-    assert any(
-        "rank: the rank column disagrees with the score order in 1 ranking(s)" in m
-        for m in messages
-    )
-
-
-def test_write_trec_keeps_the_order_of_tied_runs(tmp_path: Path) -> None:
-    run = Run("r", {"q": ("a/1", "a/2")}, {"q": (1.0, 1.0)})
-    back = read_predictions(write_trec(tmp_path / "r.trec", run)).run
-    assert back.rankings["q"] == ("a/1", "a/2")
-
-
-def test_read_submission_raises_the_first_problem(tmp_path: Path, ds: Dataset) -> None:
-    folder = _folder(tmp_path, ds, ['{"query_id": "q1", "leaf_ids": ["a/1", "a/1"]}', "{oops"])
-    with pytest.raises(SearchTomeError) as info:
-        read_submission(folder)
-    assert str(info.value).startswith(f"{folder}/predictions.jsonl:1: leaf_ids[1]: duplicate")
-    assert "and 1 more problems" in str(info.value)
-
-
-# -- the validator: every error with its exact message ------------------------------------------
-
-
-def _messages(report) -> list[str]:
-    return [str(p) for p in report.errors]
-
-
 def test_valid_submission_passes(tmp_path: Path, ds: Dataset) -> None:
-    folder = write_submission(tmp_path / "sys", _perfect(ds), _meta())
+    folder = write_submission(tmp_path / "sys", perfect_run(ds), meta_for())
     report = validate_submission(folder, ds)
     assert report.ok, report.lines()
     assert report.n_answered == report.n_expected == len(ds.queries("test"))
@@ -175,14 +54,14 @@ def test_line_level_errors_have_exact_messages(tmp_path: Path, ds: Dataset) -> N
         "[1, 2]",  # 16 not an object
         json.dumps({"query_id": qs[9].query_id, "leaf_ids": ["a/1"], "scores": [True]}),  # 17
     ]
-    folder = _folder(tmp_path, ds, lines)
+    folder = submission_folder(tmp_path, ds, lines)
     p = f"{folder}/predictions.jsonl"
     try:
         json.loads(lines[1])
     except json.JSONDecodeError as exc:
         bad_json = exc.msg
     report = validate_submission(folder, ds)
-    got = _messages(report)
+    got = error_messages(report)
     expected = [
         f"{p}:2: json: not valid JSON ({bad_json})",
         f"{p}:3: leaf_ids: missing",
@@ -211,12 +90,12 @@ def test_line_level_errors_have_exact_messages(tmp_path: Path, ds: Dataset) -> N
 
 
 def test_missing_queries_error_and_partial(tmp_path: Path, ds: Dataset) -> None:
-    folder = _folder(tmp_path, ds, _all_lines(ds, skip=2))
+    folder = submission_folder(tmp_path, ds, all_lines(ds, skip=2))
     p = f"{folder}/predictions.jsonl"
     n = len(ds.queries("test"))
     first = [q.query_id for q in ds.queries("test")[:2]]
     report = validate_submission(folder, ds)
-    assert _messages(report) == [
+    assert error_messages(report) == [
         f"{p}: query_id: 2 of {n} test queries have no line (e.g. {first[0]!r}, {first[1]!r}); "
         "a leaderboard entry answers every query (--partial scores missing ones as misses)"
     ]
@@ -226,11 +105,11 @@ def test_missing_queries_error_and_partial(tmp_path: Path, ds: Dataset) -> None:
 
 
 def test_size_limits_and_decompression_bombs(tmp_path: Path, ds: Dataset) -> None:
-    folder = _folder(tmp_path, ds, _all_lines(ds))
+    folder = submission_folder(tmp_path, ds, all_lines(ds))
     p = folder / "predictions.jsonl"
     size = p.stat().st_size
     report = validate_submission(folder, ds, limits=Limits(max_file_bytes=1000))
-    assert _messages(report) == [
+    assert error_messages(report) == [
         f"{p}: size: {size:,} bytes exceeds the 1,000-byte limit; compress it "
         "(predictions.jsonl.gz) or cut rankings to 100 ids"
     ]
@@ -241,18 +120,18 @@ def test_size_limits_and_decompression_bombs(tmp_path: Path, ds: Dataset) -> Non
         fh.write(b"\n" * (4 << 20))
     assert bomb.stat().st_size < 20_000
     report = validate_submission(folder, ds, limits=Limits(max_decompressed_bytes=1 << 20))
-    assert _messages(report) == [
+    assert error_messages(report) == [
         f"{bomb}: gzip: content exceeds 1,048,576 bytes when decompressed (decompression bomb?)"
     ]
     # an overlong line is skipped without being held in memory; the rest is still checked
     bomb.unlink()
-    p.write_text('{"query_id": "' + "x" * 5000 + '"}\n' + "\n".join(_all_lines(ds)) + "\n")
+    p.write_text('{"query_id": "' + "x" * 5000 + '"}\n' + "\n".join(all_lines(ds)) + "\n")
     report = validate_submission(folder, ds, limits=Limits(max_line_bytes=1000))
-    assert _messages(report) == [f"{p}:1: line: longer than the 1,000-byte limit"]
+    assert error_messages(report) == [f"{p}:1: line: longer than the 1,000-byte limit"]
     # invalid UTF-8
-    p.write_bytes(b'{"query_id": "\xff"}\n' + "\n".join(_all_lines(ds)).encode() + b"\n")
+    p.write_bytes(b'{"query_id": "\xff"}\n' + "\n".join(all_lines(ds)).encode() + b"\n")
     report = validate_submission(folder, ds)
-    assert _messages(report) == [f"{p}:1: encoding: not valid UTF-8 (byte 15)"]
+    assert error_messages(report) == [f"{p}:1: encoding: not valid UTF-8 (byte 15)"]
 
 
 def test_trec_format_errors(tmp_path: Path, ds: Dataset) -> None:
@@ -267,12 +146,12 @@ def test_trec_format_errors(tmp_path: Path, ds: Dataset) -> None:
         f"{q.query_id} Q0 other/3 4 high t",
     ]
     (folder / "predictions.trec").write_text("\n".join(lines) + "\n")
-    (folder / "meta.json").write_text(json.dumps(_meta("trec")))
+    (folder / "meta.json").write_text(json.dumps(meta_for("trec")))
     p = folder / "predictions.trec"
     n = len(ds.queries("test"))
     report = validate_submission(folder, ds)
     assert report.format == "trec"
-    assert _messages(report) == [
+    assert error_messages(report) == [
         f"{p}:{n + 1}: docno: duplicate of line 1 ({q.leaf_id!r} for query {q.query_id!r}); "
         "each id may appear once per ranking",
         f"{p}:{n + 2}: line: expected 6 fields 'qid Q0 docno rank score tag', got 4",
@@ -282,19 +161,19 @@ def test_trec_format_errors(tmp_path: Path, ds: Dataset) -> None:
 
 
 def test_meta_errors(tmp_path: Path, ds: Dataset) -> None:
-    meta = _meta()
+    meta = meta_for()
     del meta["license"]
     meta["modles"] = ["x"]
     meta["trained_on"] = "train"
     meta["date"] = "31/01/2025"
-    folder = _folder(tmp_path, ds, _all_lines(ds), meta=meta)
+    folder = submission_folder(tmp_path, ds, all_lines(ds), meta=meta)
     m = f"{folder}/meta.json"
     lines = (folder / "meta.json").read_text().splitlines()
 
     def line_of(key: str) -> int:
         return next(i for i, text in enumerate(lines, 1) if text.strip().startswith(f'"{key}"'))
 
-    got = _messages(validate_submission(folder, ds))
+    got = error_messages(validate_submission(folder, ds))
     assert got == [
         f"{m}: license: missing (licence of the predictions and meta data)",
         f"{m}:{line_of('modles')}: modles: unexpected field (did you mean 'models'?); put extra "
@@ -303,10 +182,10 @@ def test_meta_errors(tmp_path: Path, ds: Dataset) -> None:
         f"{m}:{line_of('date')}: date: '31/01/2025' is not an ISO 8601 date (YYYY-MM-DD)",
     ]
     (folder / "meta.json").unlink()
-    got = _messages(validate_submission(folder, ds))
+    got = error_messages(validate_submission(folder, ds))
     assert got == [f"{m}: file: missing; every submission needs meta.json"]
     (folder / "meta.json").write_text('{\n  "system": "sys",\n}\n')
-    got = _messages(validate_submission(folder, ds))
+    got = error_messages(validate_submission(folder, ds))
     assert got[0].startswith(f"{m}:3: json: not valid JSON (")
 
 
@@ -320,7 +199,7 @@ def test_non_leaf_and_invalid_ids_are_counted_not_errors(tmp_path: Path, ds: Dat
     rankings[alpha.query_id] = ("alpha-bio/1", "alpha-bio/9.9", other_leaf, alpha.leaf_id)
     # invalid at rank 1 (leaf of another book), non-leaf at rank 4 (outside the top 3)
     rankings[beta.query_id] = ("alpha-bio/1.1.1", beta.leaf_id, "beta-law/2.1.3", "beta-law/1")
-    folder = write_submission(tmp_path / "sys", Run("sys", rankings), _meta())
+    folder = write_submission(tmp_path / "sys", Run("sys", rankings), meta_for())
     report = validate_submission(folder, ds)
     assert report.ok, report.lines()
     c = report.counts
@@ -332,14 +211,14 @@ def test_non_leaf_and_invalid_ids_are_counted_not_errors(tmp_path: Path, ds: Dat
 
 def test_warnings_ties_unsorted_and_training_on_test(tmp_path: Path, ds: Dataset) -> None:
     qs = ds.queries("test")
-    lines = _all_lines(ds)
+    lines = all_lines(ds)
     lines[0] = json.dumps(
         {"query_id": qs[0].query_id, "leaf_ids": [qs[0].leaf_id, "a/2"], "scores": [1.0, 1.0]}
     )
     lines[1] = json.dumps(
         {"query_id": qs[1].query_id, "leaf_ids": [qs[1].leaf_id, "a/2"], "scores": [0.1, 0.9]}
     )
-    folder = _folder(tmp_path, ds, lines, meta=_meta(trained_on=["train", "test"]))
+    folder = submission_folder(tmp_path, ds, lines, meta=meta_for(trained_on=["train", "test"]))
     report = validate_submission(folder, ds)
     assert report.ok
     warnings = [str(w) for w in report.warnings]
@@ -357,34 +236,10 @@ def test_warnings_ties_unsorted_and_training_on_test(tmp_path: Path, ds: Dataset
     assert any("trained_on: lists 'test', the split being scored" in w for w in warnings)
 
 
-def test_validate_cli(
-    tmp_path: Path, ds: Dataset, tiny_dataset: Path, capsys: pytest.CaptureFixture
-) -> None:
-    good = write_submission(tmp_path / "good", _perfect(ds), _meta("good"))
-    assert main(["validate", str(good), "--data", str(tiny_dataset)]) == 0
-    out = capsys.readouterr().out
-    assert f"{good}: OK; system 'good', jsonl format" in out
-    bad = _folder(tmp_path, ds, [*_all_lines(ds, skip=1), '{"query_id": 1}'], name="bad")
-    assert main(["validate", str(bad), "--data", str(tiny_dataset)]) == 1
-    out = capsys.readouterr().out
-    assert f"{bad}/predictions.jsonl:{len(ds.queries('test'))}: leaf_ids: missing" in out
-    assert "INVALID" in out
-    assert main(["validate", str(bad), "--data", str(tiny_dataset), "--json"]) == 1
-    data = json.loads(capsys.readouterr().out)
-    assert data[0]["ok"] is False and data[0]["problems"][0]["code"]
-    partial = _folder(tmp_path, ds, _all_lines(ds, skip=3), name="partial")
-    assert main(["validate", str(partial), "--data", str(tiny_dataset)]) == 1
-    capsys.readouterr()
-    assert main(["validate", str(partial), "--data", str(tiny_dataset), "--partial"]) == 0
-    # a bare TREC file validates without meta.json
-    trec = write_trec(tmp_path / "bm25.trec", _perfect(ds))
-    assert main(["validate", str(trec), "--data", str(tiny_dataset), "--run-format", "trec"]) == 0
-
-
 def test_meta_problems_do_not_hide_prediction_problems(tmp_path: Path, ds: Dataset) -> None:
-    folder = _folder(tmp_path, ds, _all_lines(ds)[:1])
+    folder = submission_folder(tmp_path, ds, all_lines(ds)[:1])
     (folder / "meta.json").unlink()
-    got = _messages(validate_submission(folder, ds))
+    got = error_messages(validate_submission(folder, ds))
     assert got[0] == f"{folder}/meta.json: file: missing; every submission needs meta.json"
     assert got[1].startswith(
         f"{folder}/predictions.jsonl: query_id: 29 of 30 test queries have no line"

@@ -1,0 +1,328 @@
+"""The LoRA adapter of a generative retriever: its training data, cache key, training and reuse.
+
+An adapter is trained on the training questions of every allowed book (and, with ``indexing``,
+on passages), with dev R@1 choosing the epoch. It is cached under ``<cache>/adapters/<key>``,
+where the key covers everything that shapes it: system, model files, dtype, the training fields
+of the config, the examples, the prompt prefixes, the dev sample, the seed and library versions.
+Another run with the same key reuses it instead of training again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from searchtome.baselines.generative.common import PASSAGE_LABEL, QUERY_LABEL, model_fingerprint
+from searchtome.baselines.generative.config import RESTRICTION, GenRetConfig
+from searchtome.baselines.generative.predict import Predictor
+
+from searchtome.errors import SearchTomeError
+from searchtome.io import stable_hash
+from searchtome.records import Query
+
+if TYPE_CHECKING:
+    from searchtome.baselines.generative.books import BookCtx
+    from searchtome.baselines.generative.engine import LM
+    from searchtome.baselines.generative.train import Example, TrainSettings
+    from searchtome.baselines.registry import RunContext
+
+    from searchtome.dataset.layout import Dataset
+
+log = logging.getLogger(__name__)
+
+
+# -- training data ---------------------------------------------------------------------------------
+
+
+def training_books(dataset: Dataset, cfg: GenRetConfig) -> list[str]:
+    """Books whose training questions may be used; refuses restricted books unless told."""
+    books = sorted({q.book_id for q in dataset.queries("train")})
+    restricted = [b for b in books if dataset.books[b].book.restricted(RESTRICTION)]
+    if restricted and cfg.restricted == "refuse":
+        raise SearchTomeError(
+            f"{dataset.root}: book(s) {', '.join(restricted)} are marked {RESTRICTION!r} in "
+            "the catalog; fine-tuning on them is refused. Use --set restricted=exclude to train "
+            "without them, or --set restricted=allow if you have the right to"
+        )
+    if cfg.restricted == "exclude":
+        books = [b for b in books if b not in restricted]
+    return books
+
+
+def dev_sample(dataset: Dataset, books: Sequence[str], n: int, seed: int) -> list[Query]:
+    dev = [q for q in dataset.queries("dev") if q.book_id in set(books)]
+    if n and len(dev) > n:
+        dev = sorted(random.Random(seed).sample(dev, n), key=lambda q: q.query_id)
+    return dev
+
+
+def build_examples(
+    lm: LM,
+    dataset: Dataset,
+    books: dict[str, BookCtx],
+    train_books: Sequence[str],
+    cfg: GenRetConfig,
+) -> list[Any]:
+    from searchtome.baselines.generative.train import Example
+
+    examples = []
+    for q in dataset.queries("train"):
+        if q.book_id not in train_books:
+            continue
+        book = books[q.book_id]
+        examples.append(
+            Example(
+                q.book_id,
+                tuple(book.suffix_ids(lm, q.text, QUERY_LABEL, cfg.max_input_tokens)),
+                book.trie.sequences[q.leaf_id],
+            )
+        )
+    if cfg.indexing:
+        for book_id in train_books:
+            book = books[book_id]
+            for para in (p for x in dataset.leaves(book_id) for p in dataset.paragraphs(x.leaf_id)):
+                text = lm.tokenizer.decode(lm.encode(para.text)[: cfg.index_max_tokens])
+                examples.append(
+                    Example(
+                        book_id,
+                        tuple(book.suffix_ids(lm, text, PASSAGE_LABEL, cfg.max_input_tokens)),
+                        book.trie.sequences[para.leaf_id],
+                        kind="index",
+                    )
+                )
+    return examples
+
+
+# -- the cache key ---------------------------------------------------------------------------------
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("torch", "transformers", "peft"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "?"
+    return out
+
+
+def adapter_key(
+    lm: LM,
+    books: dict[str, BookCtx],
+    train_books: Sequence[str],
+    examples: Sequence[Example],
+    dev: Sequence[Query],
+    cfg: GenRetConfig,
+    *,
+    system: str,
+    with_toc: bool,
+    seed: int,
+) -> str:
+    """The adapter's cache key: a hash of everything that shapes the trained weights."""
+    return stable_hash(
+        {
+            "system": system,
+            "with_toc": with_toc,
+            "model": model_fingerprint(cfg.model),
+            "dtype": str(lm.dtype),
+            "config": cfg.training_fields(),
+            "examples": [[e.book_id, e.suffix, e.target, e.kind] for e in examples],
+            "prefixes": {b: books[b].prefix_ids for b in train_books},
+            "dev": [[q.query_id, q.leaf_id] for q in dev],
+            "seed": seed,
+            "versions": _versions(),
+        }
+    )[:20]
+
+
+# -- train or reuse --------------------------------------------------------------------------------
+
+
+@dataclass
+class TunedAdapter:
+    """A trained (or reused) adapter, attached to the model."""
+
+    key: str
+    path: Path
+    frozen_prefix: bool
+    report: dict[str, Any]
+    reused: bool
+
+    def notes(self) -> dict[str, Any]:
+        """What the run records about the adapter in meta.json (keys in this order)."""
+        notes: dict[str, Any] = {"adapter_reused": True} if self.reused else {}
+        notes["adapter"] = str(self.path)
+        notes["training"] = self.report
+        notes["train_seconds"] = round(self.report.get("seconds", 0.0), 1)
+        notes["epochs"] = self.report.get("epochs")
+        notes["best_epoch"] = self.report.get("best_epoch")
+        notes["best_dev_r1"] = self.report.get("best_dev_r1")
+        return notes
+
+
+def tune_adapter(
+    lm: LM,
+    dataset: Dataset,
+    books: dict[str, BookCtx],
+    train_books: Sequence[str],
+    cfg: GenRetConfig,
+    ctx: RunContext,
+    *,
+    system: str,
+    with_toc: bool,
+) -> TunedAdapter:
+    """Attach a LoRA adapter and train it, or load the cached one trained with the same key."""
+    from searchtome.baselines.generative.train import LoraSettings, attach_lora, set_lora_state
+
+    examples = build_examples(lm, dataset, books, train_books, cfg)
+    dev = dev_sample(dataset, train_books, cfg.dev_max_queries, ctx.seed)
+    # The prompt prefix (ToC for STAIR, instruction for DSI) is read by the frozen base model
+    # unless adapt_toc: the same in training, dev selection and prediction.
+    frozen_prefix = not cfg.adapt_toc
+    key = adapter_key(
+        lm, books, train_books, examples, dev, cfg, system=system, with_toc=with_toc, seed=ctx.seed
+    )
+    final = ctx.cache_dir / "adapters" / key
+    attach_lora(
+        lm,
+        LoraSettings(
+            r=cfg.lora_r,
+            alpha=cfg.lora_alpha,
+            dropout=cfg.lora_dropout,
+            layers=cfg.lora_layers,
+            targets=cfg.lora_targets,
+        ),
+        ctx.seed,
+    )
+    if cfg.cache_adapters and (final / "adapter_config.json").is_file():
+        log.info("reusing the trained adapter %s", final)
+        set_lora_state(lm, _load_lora_weights(final))
+        report = adapter_meta(final).get("training", {})
+        return TunedAdapter(key, final, frozen_prefix, report, reused=True)
+    log.info(
+        "training %s on %d examples of %d book(s); %d dev queries for selection",
+        system,
+        len(examples),
+        len(train_books),
+        len(dev),
+    )
+    report = _train(lm, books, train_books, examples, dev, cfg, frozen_prefix, final, ctx.seed)
+    meta = {
+        "system": system,
+        "frozen_prefix": frozen_prefix,
+        "training": report,
+        "config": cfg.training_fields(),
+        "seed": ctx.seed,
+    }
+    _save(lm, final, meta)
+    return TunedAdapter(key, final, frozen_prefix, report, reused=False)
+
+
+def _train_settings(cfg: GenRetConfig) -> TrainSettings:
+    from searchtome.baselines.generative.train import TrainSettings
+
+    return TrainSettings(
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        warmup_ratio=cfg.warmup_ratio,
+        batch_size=cfg.batch_size,
+        pack=cfg.pack,
+        group=cfg.tree_group,
+        grad_accum=cfg.grad_accum,
+        max_grad_norm=cfg.max_grad_norm,
+        max_epochs=cfg.max_epochs,
+        patience=cfg.patience,
+        eval_every=cfg.eval_every,
+        adapt_toc=cfg.adapt_toc,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+    )
+
+
+def _work_dir(final: Path) -> Path:
+    """Where an interrupted training keeps its per-epoch state, next to the final folder."""
+    return final.parent / f".{final.name}.work"
+
+
+def _train(
+    lm: LM,
+    books: dict[str, BookCtx],
+    train_books: Sequence[str],
+    examples: Sequence[Example],
+    dev: Sequence[Query],
+    cfg: GenRetConfig,
+    frozen_prefix: bool,
+    final: Path,
+    seed: int,
+) -> dict[str, Any]:
+    """Train the attached adapter, the epoch chosen by dev R@1; the training report."""
+    from searchtome.baselines.generative.train import train
+
+    predictor = Predictor(lm, books, cfg, frozen_prefix)
+
+    def evaluate(model: LM) -> float:
+        predictor.forget()
+        mode = "beam" if cfg.dev_decode == "greedy" else cfg.dev_decode
+        beams = 1 if cfg.dev_decode == "greedy" else cfg.num_beams
+        got = predictor.run(dev, mode=mode, num_beams=beams, desc="dev")
+        hits = sum(1 for q in dev if got[q.query_id].ids[:1] == [q.leaf_id])
+        return hits / len(dev)
+
+    settings = _train_settings(cfg)
+    work = _work_dir(final)
+    work.mkdir(parents=True, exist_ok=True)
+    result = train(
+        lm,
+        examples,
+        {b: books[b].prefix_ids for b in train_books},
+        settings,
+        seed=seed,
+        evaluate=evaluate if dev else None,
+        work_dir=work,
+    )
+    report = result.to_dict()
+    report["examples"] = len(examples)
+    report["dev_queries"] = len(dev)
+    return report
+
+
+def _save(lm: LM, final: Path, meta: dict[str, Any]) -> None:
+    """Write the adapter and its searchtome.json atomically, then drop the training state."""
+    import shutil
+
+    import torch
+    from searchtome.baselines.generative.train import distributed
+
+    from searchtome.io import atomic_dir, commit_dir, write_json
+
+    if distributed()[0] == 0:  # one writer under `accelerate launch`
+        tmp = atomic_dir(final)
+        lm.peft.save_pretrained(str(tmp))
+        write_json(tmp / "searchtome.json", meta)
+        commit_dir(tmp, final)
+        shutil.rmtree(_work_dir(final), ignore_errors=True)
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+
+
+# -- reading a saved adapter -----------------------------------------------------------------------
+
+
+def adapter_meta(path: Path) -> dict[str, Any]:
+    meta = path / "searchtome.json"
+    return json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else {}
+
+
+def _load_lora_weights(path: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    file = path / "adapter_model.safetensors"
+    if not file.is_file():
+        raise SearchTomeError(f"{path}: no adapter_model.safetensors; delete the folder to retrain")
+    return load_file(str(file))

@@ -1,0 +1,112 @@
+"""What one book needs for prompting and decoding: identifiers, token trie and prompt halves.
+
+A book's prompt splits into a per-book prefix (instruction, title and, for STAIR, the ToC) and a
+per-query suffix, tokenized separately (``common.PromptTemplate``); the prefix is the same for
+every query of the book, so its key/value cache is computed once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from searchtome.baselines.generative.common import (
+    DSI_INSTRUCTION,
+    DSI_SEMANTIC_INSTRUCTION,
+    STAIR_INSTRUCTION,
+    IdentifierIndex,
+    PromptTemplate,
+    TokenTrie,
+    leaf_identifiers,
+    semantic_id_strings,
+    semantic_ids,
+    serialize_toc,
+)
+
+from searchtome.errors import SearchTomeError
+from searchtome.titles import title_path
+
+if TYPE_CHECKING:
+    from searchtome.baselines.generative.config import GenRetConfig
+    from searchtome.baselines.generative.engine import LM
+
+    from searchtome.dataset.layout import Dataset
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BookCtx:
+    """Everything a book needs for prompting and decoding."""
+
+    book_id: str
+    title: str
+    identifiers: dict[str, str]  # leaf id → identifier string
+    index: IdentifierIndex
+    prefix_ids: list[int]
+    tail_ids: list[int]
+    trie: TokenTrie
+
+    def suffix_ids(self, lm: LM, text: str, label: str, budget: int) -> list[int]:
+        head = lm.encode(f"{label}: {' '.join(text.split())}")
+        room = budget - len(self.prefix_ids) - len(self.tail_ids)
+        if room < 8:
+            raise SearchTomeError(
+                f"book {self.book_id}: the prompt prefix takes {len(self.prefix_ids)} tokens, "
+                f"leaving {room} of max_input_tokens={budget} for the query; raise max_input_tokens"
+            )
+        return head[:room] + self.tail_ids
+
+
+def _template(with_toc: bool, identifiers: str) -> PromptTemplate:
+    if with_toc:
+        return PromptTemplate(STAIR_INSTRUCTION, with_toc=True)
+    instruction = DSI_SEMANTIC_INSTRUCTION if identifiers == "semantic" else DSI_INSTRUCTION
+    return PromptTemplate(instruction, with_toc=False)
+
+
+def _semantic_identifiers(dataset: Dataset, book_id: str, cfg: GenRetConfig, seed: int) -> dict:
+    from searchtome.baselines.encoders import Encoder, EncoderConfig
+
+    leaves = dataset.leaves(book_id)
+    texts = [f"{title_path(x.path)}. {x.text}" for x in leaves]
+    vectors = Encoder(EncoderConfig()).encode_passages(texts, desc=f"embedding {book_id} leaves")
+    ids = semantic_id_strings(semantic_ids(vectors, k=cfg.semantic_k, c=cfg.semantic_c, seed=seed))
+    return {x.leaf_id: s for x, s in zip(leaves, ids, strict=True)}
+
+
+def book_context(
+    lm: LM, dataset: Dataset, book_id: str, cfg: GenRetConfig, *, with_toc: bool, seed: int
+) -> BookCtx:
+    """The prompt halves, identifiers (title paths or semantic ids) and trie of one book."""
+    nodes = dataset.toc(book_id)
+    if not nodes:
+        raise SearchTomeError(f"{dataset.root}: book {book_id!r} has no ToC nodes")
+    leaf_ids = {x.leaf_id for x in dataset.leaves(book_id)}
+    if cfg.identifiers == "semantic":
+        idents = _semantic_identifiers(dataset, book_id, cfg, seed)
+        index = IdentifierIndex(book_id, idents)
+    else:
+        idents = {k: v for k, v in leaf_identifiers(nodes).items() if k in leaf_ids}
+        index = IdentifierIndex.for_book(nodes, idents)
+    missing = leaf_ids - set(idents)
+    if missing:
+        raise SearchTomeError(
+            f"{dataset.root}: leaves {sorted(missing)[:3]} of {book_id!r} are not ToC leaves"
+        )
+    title = dataset.books[book_id].book.title
+    prefix, pattern = _template(with_toc, cfg.identifiers).split(
+        lm.tokenizer, title, serialize_toc(nodes)
+    )
+    tail = pattern.split("{text}", 1)[1].replace("{{", "{").replace("}}", "}")
+    trie = TokenTrie({lid: [*lm.encode(s), lm.eos_id] for lid, s in idents.items()}, lm.eos_id)
+    if trie.max_length > cfg.max_output_tokens:
+        log.warning(
+            "%s: the longest identifier takes %d tokens (> max_output_tokens=%d); constrained "
+            "decoding still completes it",
+            book_id,
+            trie.max_length,
+            cfg.max_output_tokens,
+        )
+    return BookCtx(book_id, title, idents, index, lm.encode(prefix), lm.encode(tail), trie)

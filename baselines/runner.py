@@ -1,0 +1,357 @@
+"""Running a baseline: the one path from a name and a dataset to a checked submission.
+
+The runner resolves a baseline in the registry, builds its frozen config with
+:func:`searchtome.config.make_config` (defaults, then a ``--config`` file, then ``--set``
+overrides), runs it with a seeded :class:`~searchtome.baselines.registry.RunContext`, checks
+the run (every query of the split, only leaves of the query's own book, at most
+:data:`~searchtome.submissions.MAX_IDS` ids, no duplicates) and writes a submission whose
+``meta.json`` records config, seed, versions, wall time, peak memory and the dataset's manifest
+hash. ``searchtome run`` and ``searchtome tune`` are thin commands over these functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import os
+import platform
+import random
+import resource
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from searchtome.config import make_config
+from searchtome.errors import SearchTomeError
+from searchtome.hardware import hardware
+
+log = logging.getLogger(__name__)
+
+PROJECT_URL = "https://github.com/searchtome/searchtome"
+# Packages whose versions can change a baseline's output; recorded when installed.
+_VERSIONED = (
+    "searchtome",
+    "numpy",
+    "rank-bm25",
+    "faiss-cpu",
+    "PyStemmer",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "peft",
+)
+
+ConfigSource = Mapping[str, Any] | str | os.PathLike[str] | None
+Overrides = Sequence[str] | Mapping[str, Any] | None
+
+
+# -- environment facts ---------------------------------------------------------------------------
+
+
+def versions() -> dict[str, str]:
+    """Python's version and those of the installed packages that can change a run's output."""
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in _VERSIONED:
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            continue
+    return out
+
+
+def peak_memory() -> dict[str, Any]:
+    """The process's RSS high-water mark (torch CPU tensors are inside it) and GPU peak if any."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    mib = rss / 1024 if sys.platform != "darwin" else rss / 2**20
+    out: dict[str, Any] = {"peak_rss_mib": round(mib, 1)}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        out["peak_gpu_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return out
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    import numpy as np
+
+    np.random.seed(seed)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+def _check_needs(name: str, needs: Sequence[str]) -> None:
+    if "ml" in needs:
+        import importlib.util
+
+        missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise SearchTomeError(
+                f"baseline {name!r} needs the ml extra ({', '.join(missing)} missing); "
+                "run: pip install 'searchtome[ml]'"
+            )
+
+
+# -- the run itself ------------------------------------------------------------------------------
+
+
+def check_run(run: Any, dataset: Any, split: str, free_form: bool = False) -> None:
+    """Fail loudly if a baseline broke the output contract (a bug in the baseline, not input).
+
+    ``free_form`` runs (the config says so: zero-shot replies, unconstrained decoding) may name
+    non-leaf nodes or nothing; those ids are kept so the scorer counts them as non-leaf / invalid.
+    """
+    from searchtome.submissions import MAX_IDS
+
+    expected = {q.query_id: q.book_id for q in dataset.queries(split)}
+    missing = sorted(set(expected) - set(run.rankings))
+    extra = sorted(set(run.rankings) - set(expected))
+    if missing or extra:
+        raise SearchTomeError(
+            f"baseline {run.name!r} returned {len(missing)} missing and {len(extra)} unknown "
+            f"queries for split {split!r} (e.g. {(missing or extra)[0]!r})"
+        )
+    leaves = {b: {x.leaf_id for x in dataset.leaves(b)} for b in set(expected.values())}
+    for qid, ids in run.rankings.items():
+        book = expected[qid]
+        if len(ids) > MAX_IDS or len(set(ids)) != len(ids):
+            raise SearchTomeError(
+                f"baseline {run.name!r}: query {qid}: >{MAX_IDS} or duplicate ids"
+            )
+        stray = [i for i in ids if i not in leaves[book]]
+        if stray and not free_form:
+            raise SearchTomeError(
+                f"baseline {run.name!r}: query {qid}: {stray[0]!r} is not a leaf of {book!r}"
+            )
+        if run.scores is not None and len(run.scores[qid]) != len(ids):
+            raise SearchTomeError(f"baseline {run.name!r}: query {qid}: scores not parallel")
+
+
+def dataset_facts(dataset: Any) -> dict[str, Any]:
+    """Path, name, revision label and manifest hash of a loaded dataset, for ``meta.json``."""
+    from searchtome.io import sha256_file
+
+    manifest = dataset.root / "manifest.json"
+    digest = sha256_file(manifest) if manifest.is_file() else None
+    m = dataset.manifest or {}
+    label = m.get("name") or dataset.root.name
+    version = m.get("revision") or m.get("version")
+    revision = f"{label}@{version}" if version else label
+    if digest:
+        revision += f" (manifest sha256:{digest[:16]})"
+    return {
+        "path": str(dataset.root),
+        "name": m.get("name"),
+        "revision": revision,
+        "manifest_sha256": digest,
+        "books": dataset.book_ids(),
+    }
+
+
+def _load(data: Any) -> Any:
+    from searchtome.dataset import Dataset, load
+
+    return data if isinstance(data, Dataset) else load(data)
+
+
+def execute(
+    name: str,
+    data: Any,
+    split: str = "test",
+    config: ConfigSource = None,
+    overrides: Overrides = None,
+    seed: int = 42,
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """Run a baseline in memory; returns ``(run, meta, info)`` without writing anything.
+
+    ``meta`` follows the submission schema (``searchtome.submissions.META_REQUIRED``);
+    ``info`` is the machine-readable record of the run (wall time, peak memory, dataset
+    manifest hash, cache counts) that goes into ``meta.json`` as ``run_info``.
+    """
+    from searchtome.baselines import registry
+
+    from searchtome.settings import cache_dir
+
+    spec = registry.get(name)
+    _check_needs(name, spec.needs)
+    dataset = _load(data)
+    dataset.queries(split)  # unknown split → did-you-mean
+    cfg = make_config(spec.config_cls, config, overrides)
+    ctx = registry.RunContext(cache_dir=cache_dir("baselines", name), seed=seed)
+    _seed_everything(seed)
+    log.info("running %s on %s/%s with %s", name, dataset.root, split, cfg)
+    start = time.perf_counter()
+    run = spec.run(dataset, split, cfg, ctx)
+    wall = time.perf_counter() - start
+    check_run(run, dataset, split, free_form=getattr(cfg, "free_form", False))
+    facts = dataset_facts(dataset)
+    notes = dict(ctx.notes)
+    models = [str(m) for m in notes.pop("models", [])]
+    description = str(notes.pop("description", spec.summary))
+    memory = peak_memory()
+    info = {
+        "system": name,
+        "split": split,
+        "seed": seed,
+        "wall_time_s": round(wall, 3),
+        **memory,
+        "memory_note": "peak_rss_mib is the process's RSS high-water mark (getrusage ru_maxrss); "
+        "torch CPU tensors and model weights are inside it",
+        "dataset": facts,
+        "n_queries": len(run),
+        "overrides": _overrides_dict(overrides),
+        "notes": notes,
+    }
+    summary = [f"wall time {wall:.1f} s", f"peak RSS {memory['peak_rss_mib']:.0f} MiB"]
+    if facts["manifest_sha256"]:
+        summary.append(f"dataset manifest sha256 {facts['manifest_sha256']}")
+    summary += [f"{k}: {v}" for k, v in notes.items() if isinstance(v, str)]
+    meta = {
+        "system": name,
+        "description": description,
+        "url": f"{PROJECT_URL}/blob/main/docs/baselines.md#{name}",
+        "models": models,
+        "trained_on": list(spec.trains_on),
+        "hardware": hardware(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "dataset_revision": facts["revision"],
+        "license": "Apache-2.0",
+        "command": "",
+        "split": split,
+        "config": dataclasses.asdict(cfg),
+        "seed": seed,
+        "versions": versions(),
+        "notes": "; ".join(summary),
+        "run_info": info,
+    }
+    return run, meta, info
+
+
+def _overrides_dict(overrides: Overrides) -> dict[str, Any]:
+    """The overrides as given, as a JSON object (``["k1=1.2"]`` → ``{"k1": "1.2"}``)."""
+    if not overrides:
+        return {}
+    if isinstance(overrides, Mapping):
+        return dict(overrides)
+    return dict(item.split("=", 1) for item in overrides if "=" in item)
+
+
+def run_baseline(
+    name: str,
+    data: Any,
+    split: str = "test",
+    config: ConfigSource = None,
+    out: str | os.PathLike[str] | None = None,
+    overrides: Overrides = None,
+    seed: int = 42,
+    command: str | None = None,
+    system: str | None = None,
+    depth: int = 100,
+    compress: bool = False,
+) -> Path:
+    """Run baseline ``name`` on ``data`` and write its submission; returns the folder.
+
+    ``depth`` keeps that many leaves per query (at most 100, the format's limit; the leaderboard
+    measures need 10); ``compress`` writes ``predictions.jsonl.gz``.
+
+    ``data`` is a dataset folder or a loaded :class:`~searchtome.dataset.Dataset`; ``config`` a
+    JSON/TOML file or a mapping; ``overrides`` ``["k1=1.2"]`` or ``{"k1": 1.2}``. The folder
+    (default ``submissions/NAME``) gets ``predictions.jsonl`` and ``meta.json`` (with the
+    run's facts under ``run_info``); the system is named after the folder unless ``system`` is
+    given, so variants of one baseline can sit side by side on a leaderboard.
+    """
+    from searchtome.submissions import MAX_IDS, write_submission
+
+    if not 1 <= depth <= MAX_IDS:
+        raise SearchTomeError(f"--depth must be between 1 and {MAX_IDS}, not {depth}")
+    run, meta, info = execute(name, data, split, config, overrides, seed)
+    if depth < MAX_IDS:
+        run = dataclasses.replace(
+            run,
+            rankings={q: ids[:depth] for q, ids in run.rankings.items()},
+            scores=None if run.scores is None else {q: v[:depth] for q, v in run.scores.items()},
+        )
+        info["depth"] = depth
+    out_dir = Path(out) if out is not None else Path("submissions") / name
+    system = system or out_dir.resolve().name
+    if system != name:
+        run = dataclasses.replace(run, name=system)
+        meta["description"] = f"{meta['description']} (variant of baseline {name!r})"
+    meta["system"] = info["system"] = system
+    info["baseline"] = name
+    meta["command"] = command or _python_call(name, data, split, config, overrides, seed)
+    path = Path(write_submission(out_dir, run, meta, compress=compress))
+    log.info("wrote %s (%d queries, %.1f s)", path, len(run), info["wall_time_s"])
+    return path
+
+
+def _python_call(
+    name: str, data: Any, split: str, config: ConfigSource, overrides: Overrides, seed: int
+) -> str:
+    from searchtome.dataset import Dataset
+
+    data_text = str(data.root) if isinstance(data, Dataset) else str(data)
+    return (
+        f"run_baseline({name!r}, {data_text!r}, split={split!r}, config={config!r}, "
+        f"overrides={overrides!r}, seed={seed})"
+    )
+
+
+# -- grids ---------------------------------------------------------------------------------------
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
+    """``["k1=0.9,1.2"]`` → ``{"k1": ["0.9", "1.2"]}`` (values read later by the field's type)."""
+    grid: dict[str, list[Any]] = {}
+    for text in items:
+        key, sep, raw = text.partition("=")
+        if not sep or not raw:
+            raise SearchTomeError(
+                f"--grid {text!r}: expected KEY=V1,V2,..., e.g. --grid k1=0.9,1.2"
+            )
+        grid[key.strip()] = raw.split(",")
+    return grid
+
+
+def grid_search(
+    name: str,
+    dataset: Any,
+    grid: Mapping[str, Sequence[Any]],
+    score: Callable[[Any], Mapping[str, float]],
+    split: str = "dev",
+    config: ConfigSource = None,
+    overrides: Overrides = None,
+    seed: int = 42,
+) -> list[dict[str, Any]]:
+    """Run every point of the grid (the product of its values) and ``score`` each run.
+
+    Each point's values go on top of ``overrides``, as a last ``--set`` would. Rows, in grid
+    order: ``{"setting": {...}, **score(run), "seconds": run and scoring time}``.
+    """
+    from searchtome.settings import progress
+
+    base = dict(overrides) if isinstance(overrides, Mapping) else {}
+    base_list = [] if isinstance(overrides, Mapping) or overrides is None else list(overrides)
+    keys = list(grid)
+    points = list(itertools.product(*(grid[k] for k in keys)))
+    rows = []
+    for point in progress(points, desc=f"tuning {name}", unit="config"):
+        setting = dict(zip(keys, point, strict=True))
+        over = (
+            [f"{k}={v}" for k, v in {**base, **setting}.items()]
+            if not base_list
+            else [*base_list, *(f"{k}={v}" for k, v in setting.items())]
+        )
+        start = time.perf_counter()
+        run, _, _ = execute(name, dataset, split, config, over, seed)
+        scores = score(run)
+        rows.append(
+            {"setting": setting, **scores, "seconds": round(time.perf_counter() - start, 2)}
+        )
+    return rows

@@ -1,0 +1,67 @@
+"""``searchtome compare``: paired randomization tests between submissions."""
+
+from __future__ import annotations
+
+import argparse
+
+from searchtome.commands.score import add_source_arguments, load_inputs
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "compare",
+        help="paired randomization tests between submissions",
+        description=(
+            "Two-sided paired randomization (sign-flip) tests of every pair of systems, or of each "
+            "against --control, per domain and overall, with Holm–Bonferroni (default) or "
+            "Benjamini–Hochberg correction and paired-bootstrap confidence intervals."
+        ),
+    )
+    p.add_argument("submission", nargs="+", help="submission folders or run files (two or more)")
+    add_source_arguments(p)
+    p.add_argument("--control", help="compare every system with this one only")
+    p.add_argument("--permutations", type=int, default=10_000, metavar="B")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2_000,
+        metavar="N",
+        help="bootstrap resamples for the CIs (0: none)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--correction", choices=("holm", "bh", "none"), default="holm")
+    p.add_argument(
+        "--family",
+        choices=("measure", "all"),
+        default="measure",
+        help="tests corrected together: per measure and level (default) or all at once",
+    )
+    p.add_argument("--format", choices=("markdown", "latex", "json"), default="markdown")
+    p.set_defaults(func=_compare, measures_default=("R@1", "R@3", "nDCG@3"))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from searchtome.errors import SearchTomeError
+    from searchtome.leaderboard.scoring import score_runs
+    from searchtome.leaderboard.significance import compare
+
+    data, qrels, subs = load_inputs(args)
+    if len(subs) < 2:
+        raise SearchTomeError("compare needs at least two submissions")
+    measures = args.measures or list(args.measures_default)
+    board = score_runs(subs, data=data, qrels=qrels, split=args.split, measures=measures)
+    report = compare(
+        board.per_query_arrays(),
+        measures=board.measures,
+        groups=board.groups(),
+        control=args.control,
+        permutations=args.permutations,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        correction=args.correction,
+        alpha=args.alpha,
+        family=args.family,
+    )
+    print(report.render(args.format), end="" if args.format == "json" else "\n")
+    return 0

@@ -1,0 +1,56 @@
+"""``searchtome import repro``: convert an independent reproduction's release into a dataset.
+
+The conversion itself is :mod:`searchtome.dataset.repro`; this module only parses and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    imp = subparsers.add_parser(
+        "import",
+        help="convert an existing release into a SearchTome dataset",
+        description="Convert data released by others into the SearchTome dataset layout.",
+    )
+    imp_sub = imp.add_subparsers(dest="format", metavar="FORMAT", required=True)
+    repro = imp_sub.add_parser(
+        "repro",
+        help="an independent reproduction's release (data/derived, data/splits)",
+        description=(
+            "Convert a stair-rag-reproduction style release (data/derived, data/splits, "
+            "data/retriever) into a dataset folder: same query ids and splits, leaves renamed to "
+            "SearchTome ids (mapping in id_map.json). Split files are verified against the "
+            "SHA-256 values in the release's split manifest."
+        ),
+    )
+    repro.add_argument("src", metavar="DIR", help="release folder (holding data/)")
+    repro.add_argument("--out", required=True, help="dataset folder to write (replaced if one)")
+    repro.add_argument("--book", help="book id when the release holds several")
+    repro.add_argument("--domain", help="domain when the book is not in the catalog")
+    repro.add_argument("--repository", help="source repository URL to record (default: SOURCE.md)")
+    repro.set_defaults(func=_run_repro)
+
+
+def _run_repro(args: argparse.Namespace) -> int:
+    # Imported here so that `searchtome --help` does not load pyarrow.
+    from searchtome.dataset.repro import import_repro
+
+    result = import_repro(
+        args.src, args.out, book=args.book, domain=args.domain, repository=args.repository
+    )
+    qs = ", ".join(f"{s} {n}" for s, n in result.queries.items())
+    print(
+        f"{result.out_dir}: {result.book_id}: {result.n_nodes} ToC nodes, {result.n_leaves} "
+        f"retrieval leaves, {result.n_paragraphs} paragraphs, {result.n_units} units; "
+        f"queries {qs}"
+    )
+    if result.non_retrieval_leaves:
+        print(
+            f"  {len(result.non_retrieval_leaves)} outline leaves are not retrieval targets "
+            f"(kept in toc as non-leaf nodes): {', '.join(result.non_retrieval_leaves)}"
+        )
+    for w in result.warnings:
+        print(f"  warning: {w}")
+    return 0

@@ -1,0 +1,66 @@
+"""``searchtome leaderboard``: validate, score, test and render every submission."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "leaderboard",
+        help="validate, score and render every submission",
+        description=(
+            "Validate and score every submission folder and write leaderboard.md, "
+            "leaderboard.json, index.html and figures/ into --out."
+        ),
+    )
+    p.add_argument("--data", required=True, help="dataset folder or hf://ORG/NAME[@REV]")
+    p.add_argument("--submissions", required=True, help="folder holding one folder per submission")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--split", default="test")
+    p.add_argument("--permutations", type=int, default=10_000, metavar="B")
+    p.add_argument("--bootstrap", type=int, default=2_000, metavar="N")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument(
+        "--check", metavar="EXPECTED.json", help="compare scores with recorded expectations"
+    )
+    p.add_argument(
+        "--write-expected",
+        metavar="FILE",
+        help="record the current scores as expectations (for later --check runs)",
+    )
+    p.add_argument(
+        "--tolerance", type=float, default=0.005, help="default tolerance for --write-expected"
+    )
+    p.set_defaults(func=_leaderboard)
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from searchtome.leaderboard.build import build_leaderboard
+
+    result = build_leaderboard(
+        args.data,
+        args.submissions,
+        args.out,
+        split=args.split,
+        permutations=args.permutations,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        alpha=args.alpha,
+        check=args.check,
+    )
+    result.print_main_table()
+    for report in result.rejected:
+        print(f"rejected: {report.path}")
+        for line in report.lines(10):
+            print(f"  {line}")
+    print(f"wrote {result.out_dir}/leaderboard.md, leaderboard.json, index.html")
+    if args.write_expected:
+        result.write_expected(args.write_expected, tolerance=args.tolerance)
+        print(f"wrote expectations to {args.write_expected}")
+    if result.checks is not None:
+        print(result.check_table())
+        if not result.check_ok:
+            return 1
+    return 1 if result.rejected else 0

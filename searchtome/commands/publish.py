@@ -1,0 +1,58 @@
+"""``searchtome publish``: upload a dataset folder to the Hugging Face Hub.
+
+The plan and the upload are :mod:`searchtome.dataset.publish`; this module only parses and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "publish",
+        help="upload a dataset folder to the Hugging Face Hub (one commit, then a tag)",
+        description=(
+            "Merge the dataset card, then upload the folder to a Hub dataset repository in one "
+            "commit and tag it. The token comes from HF_TOKEN or the login cache. --dry-run "
+            "prints the plan (files, sizes, card diff) without any network call."
+        ),
+    )
+    p.add_argument("data", metavar="DATA", help="dataset folder")
+    p.add_argument("--repo", required=True, metavar="ORG/NAME", help="dataset repository")
+    p.add_argument("--revision", metavar="TAG", help="tag the commit with this name (e.g. v1.0)")
+    p.add_argument("--private", action="store_true", help="create the repository as private")
+    p.add_argument("--create-pr", action="store_true", help="open a pull request instead")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; no network, no writes")
+    p.add_argument(
+        "--allow-restricted",
+        action="store_true",
+        help="publish books whose terms forbid redistribution (only with the rights holder's "
+        "permission)",
+    )
+    p.add_argument("--message", help="commit message")
+    p.set_defaults(func=_run_publish)
+
+
+def _run_publish(args: argparse.Namespace) -> int:
+    # Imported here so that `searchtome --help` does not load pyarrow or huggingface_hub.
+    from searchtome.dataset.publish import publish
+
+    result = publish(
+        args.data,
+        args.repo,
+        revision=args.revision,
+        private=args.private,
+        create_pr=args.create_pr,
+        dry_run=args.dry_run,
+        allow_restricted=args.allow_restricted,
+        commit_message=args.message,
+    )
+    print(result.plan.render(dry_run=args.dry_run))
+    if not args.dry_run:
+        print(f"committed: {result.pr_url or result.commit_url}")
+        if result.tag:
+            print(
+                f"tagged: {result.tag} → load with searchtome.load('hf://{args.repo}@{result.tag}')"
+            )
+    return 0

@@ -1,0 +1,85 @@
+"""``searchtome run``: run a baseline and write its submission (see :mod:`searchtome.baselines.runner`).
+
+Module level imports stay light: the CLI parser is built on every ``searchtome`` invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+
+def add_common_options(p: argparse.ArgumentParser, default_split: str) -> None:
+    """The baseline, dataset, split, config layers and seed, shared by ``run`` and ``tune``."""
+    p.add_argument("name", help="baseline name (see `searchtome ls baselines`)")
+    p.add_argument("--data", required=True, help="dataset folder or hf://ORG/NAME[@REV]")
+    p.add_argument("--split", default=default_split, help=f"query split (default {default_split})")
+    p.add_argument("--config", help="JSON or TOML config file (or a meta.json to repeat a run)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key, dotted for nested ones (encoder.model=...); repeatable",
+    )
+    p.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    # Rebuilt from the parsed options (canonical, and right however main() was called).
+    parts = ["searchtome", "run", args.name, "--data", args.data, "--split", args.split]
+    if args.config:
+        parts += ["--config", args.config]
+    if args.out:
+        parts += ["--out", args.out]
+    if args.system:
+        parts += ["--name", args.system]
+    for item in args.set:
+        parts += ["--set", item]
+    parts += ["--seed", str(args.seed)]
+    if args.depth != 100:
+        parts += ["--depth", str(args.depth)]
+    if args.gzip:
+        parts.append("--gzip")
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _command(args: argparse.Namespace) -> int:
+    from searchtome.baselines.runner import run_baseline
+
+    path = run_baseline(
+        args.name,
+        args.data,
+        split=args.split,
+        config=args.config,
+        out=args.out,
+        overrides=args.set,
+        seed=args.seed,
+        command=_command_line(args),
+        system=args.system,
+        depth=args.depth,
+        compress=args.gzip,
+    )
+    print(path)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "run",
+        help="run a baseline and write its submission",
+        description="Run a named baseline on a dataset split and write predictions.jsonl + meta.json.",
+    )
+    add_common_options(p, "test")
+    p.add_argument("--out", help="submission folder (default submissions/NAME)")
+    p.add_argument(
+        "--name",
+        dest="system",
+        help="system name in meta.json (default: the --out folder's name)",
+    )
+    p.add_argument(
+        "--depth", type=int, default=100, help="leaves kept per query, 1-100 (default 100)"
+    )
+    p.add_argument("--gzip", action="store_true", help="write predictions.jsonl.gz")
+    p.set_defaults(func=_command)

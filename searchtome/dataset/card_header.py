@@ -1,0 +1,217 @@
+"""The dataset card's YAML header: licence ids, size category, ``configs``, and merging.
+
+Facts derived from the data (``license``, ``size_categories``) are ours and always regenerated;
+list keys are unioned (the user's entries first); ``configs`` are merged by ``config_name`` (a
+user's config is never replaced, ours are added when missing, and a difference is noted); any
+other key the user set is kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from searchtome.dataset.layout import (
+    BOOKS_FILE,
+    CORPUS_FILE,
+    PARAGRAPHS_FILE,
+    TOC_FILE,
+    UNITS_FILE,
+    qrels_file,
+    queries_file,
+)
+from searchtome.dataset.loader import load
+from searchtome.io import PathLike
+from searchtome.records import SPLITS
+
+# Hugging Face licence identifiers we map free-text licence names onto.
+_HF_IDS = {
+    "cc-by-4.0",
+    "cc-by-sa-4.0",
+    "cc-by-nc-4.0",
+    "cc-by-nc-sa-4.0",
+    "cc-by-nd-4.0",
+    "cc-by-nc-nd-4.0",
+    "cc-by-3.0",
+    "cc-by-sa-3.0",
+    "cc-by-nc-3.0",
+    "cc-by-nc-sa-3.0",
+    "cc-by-nc-nd-3.0",
+    "cc-by-2.0",
+    "cc-by-2.5",
+    "cc0-1.0",
+    "gfdl",
+    "mit",
+    "apache-2.0",
+}
+_CC_WORDS = {
+    "attribution": "by",
+    "noncommercial": "nc",
+    "sharealike": "sa",
+    "noderivatives": "nd",
+    "noderivs": "nd",
+}
+_CC_ORDER = ("by", "nc", "nd", "sa")
+
+# Keys of our YAML header that are facts about the data: always regenerated.
+_OWNED_KEYS = ("license", "size_categories")
+# List keys: the user's entries first, then ours.
+_LIST_KEYS = ("language", "task_categories", "task_ids", "tags", "multilinguality")
+
+
+def hf_license(name: str) -> str:
+    """``"CC BY-NC-SA 4.0"`` (or its long form) → ``"cc-by-nc-sa-4.0"``; unknown → ``"other"``."""
+    text = name.strip().lower()
+    if text in _HF_IDS:
+        return text
+    text = text.replace("creative commons", "cc").replace("non-commercial", "noncommercial")
+    text = text.replace("share-alike", "sharealike").replace("no-derivatives", "noderivatives")
+    text = text.replace("no derivatives", "noderivatives").replace("public domain", "cc0 1.0")
+    words = [_CC_WORDS.get(w, w) for w in re.split(r"[\s_/,()-]+", text) if w]
+    words = [w for w in words if w not in ("international", "license", "licence", "unported")]
+    if not words:
+        return "other"
+    if words[0] == "cc0":
+        return "cc0-1.0"
+    if words[0] == "cc":
+        version = words[-1]
+        parts = set(words[1:-1])
+        if re.fullmatch(r"\d\.\d", version) and parts and parts <= set(_CC_ORDER):
+            ident = "-".join(["cc", *(p for p in _CC_ORDER if p in parts), version])
+            if ident in _HF_IDS:
+                return ident
+        return "other"
+    ident = "-".join(words)
+    return ident if ident in _HF_IDS else "other"
+
+
+def size_category(n: int) -> str:
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+    ):
+        if n < limit:
+            return label
+    return "1M<n<10M"
+
+
+def configs_for(data_dir: PathLike) -> list[dict[str, Any]]:
+    """The ``configs`` YAML entries for the files present in ``data_dir``."""
+    root = Path(data_dir)
+    configs: list[dict[str, Any]] = []
+    qrels = [s for s in SPLITS if (root / qrels_file(s)).is_file()]
+    if qrels:
+        configs.append(
+            {
+                "config_name": "default",
+                "data_files": [{"split": s, "path": qrels_file(s)} for s in qrels],
+            }
+        )
+    single = [
+        ("corpus", CORPUS_FILE),
+        ("queries", None),
+        ("books", BOOKS_FILE),
+        ("toc", TOC_FILE),
+        ("paragraphs", PARAGRAPHS_FILE),
+        ("units", UNITS_FILE),
+    ]
+    for name, file in single:
+        if name == "queries":
+            splits = [s for s in SPLITS if (root / queries_file(s)).is_file()]
+            if splits:
+                configs.append(
+                    {
+                        "config_name": "queries",
+                        "data_files": [{"split": s, "path": queries_file(s)} for s in splits],
+                    }
+                )
+        elif (root / file).is_file():
+            configs.append({"config_name": name, "data_files": [{"split": name, "path": file}]})
+    return configs
+
+
+def merge_configs(
+    theirs: Sequence[Mapping[str, Any]] | None, ours: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Ours added where missing, theirs kept untouched; returns the list and what differed."""
+    notes: list[str] = []
+    merged: list[dict[str, Any]] = []
+    theirs_by_name = {}
+    for cfg in theirs or ():
+        if not isinstance(cfg, Mapping) or "config_name" not in cfg:
+            notes.append(f"kept a configs entry without config_name: {cfg!r}")
+            merged.append(dict(cfg) if isinstance(cfg, Mapping) else cfg)  # type: ignore[arg-type]
+            continue
+        theirs_by_name[cfg["config_name"]] = cfg
+    for cfg in ours:
+        name = cfg["config_name"]
+        if name in theirs_by_name:
+            mine = theirs_by_name.pop(name)
+            if _norm_files(mine.get("data_files")) != _norm_files(cfg["data_files"]):
+                notes.append(
+                    f"configs[{name}]: kept your data_files {mine.get('data_files')!r}; "
+                    f"the generated ones would be {cfg['data_files']!r}"
+                )
+            merged.append(dict(mine))
+        else:
+            merged.append(dict(cfg))
+    merged.extend(dict(c) for c in (theirs or ()) if c.get("config_name") in theirs_by_name)
+    return merged, notes
+
+
+def _norm_files(files: Any) -> Any:
+    if isinstance(files, str):
+        return [{"split": "train", "path": files}]
+    if isinstance(files, Mapping):
+        return [{"split": "train", "path": files.get("path")}]
+    return [dict(f) if isinstance(f, Mapping) else f for f in files or ()]
+
+
+def merge_metadata(
+    theirs: Mapping[str, Any] | None, ours: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """Merge two YAML headers (see the module docstring for the rules)."""
+    theirs = dict(theirs or {})
+    merged: dict[str, Any] = dict(theirs)
+    notes: list[str] = []
+    for key, value in ours.items():
+        if key == "configs":
+            merged["configs"], cfg_notes = merge_configs(theirs.get("configs"), value)
+            notes.extend(cfg_notes)
+        elif key in _OWNED_KEYS:
+            if key in theirs and theirs[key] != value:
+                notes.append(
+                    f"{key}: {theirs[key]!r} replaced by {value!r} (derived from the data)"
+                )
+            merged[key] = value
+        elif key in _LIST_KEYS:
+            old = theirs.get(key)
+            old_list = [old] if isinstance(old, str) else list(old or [])
+            new = value if isinstance(value, list) else [value]
+            merged[key] = old_list + [v for v in new if v not in old_list]
+        elif key not in theirs:
+            merged[key] = value
+    return merged, notes
+
+
+def generated_metadata(data_dir: PathLike) -> dict[str, Any]:
+    """Our YAML header for ``data_dir``."""
+    ds = load(data_dir)
+    licenses = sorted({hf_license(ds.books[b].book.license) for b in ds.book_ids()}) or ["other"]
+    total = sum(len(ds.queries(s)) for s in SPLITS)
+    meta: dict[str, Any] = {
+        "pretty_name": ds.manifest.get("pretty_name") or ds.manifest.get("name") or "SearchTome",
+        "license": licenses[0] if len(licenses) == 1 else licenses,
+        "language": ["en"],
+        "multilinguality": ["monolingual"],
+        "task_categories": ["text-retrieval"],
+        "task_ids": ["document-retrieval"],
+        "tags": ["searchtome", "long-document-retrieval", "table-of-contents", "mteb"],
+        "size_categories": [size_category(total)],
+        "configs": configs_for(data_dir),
+    }
+    return meta

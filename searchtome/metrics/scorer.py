@@ -1,0 +1,156 @@
+"""The scorer: per-query values of any registered measures for a run against qrels.
+
+**Missing queries** count as misses: every query in the qrels gets a value, 0 when the run has
+no ranking for it (ir_measures and ranx behave this way; pytrec_eval and BEIR silently drop such
+queries and average over the rest). A query with no relevant document scores 0 on every measure.
+Rankings are scored in the order given (see the tie rule in :mod:`searchtome.metrics.ties`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from searchtome.errors import SearchTomeError
+from searchtome.metrics.family import Ranked
+from searchtome.metrics.measures import DEFAULT_MEASURES, Measure, measure_names, parse_measure
+from searchtome.metrics.qrels import Qrels
+from searchtome.metrics.structure import STRUCTURE_MEASURES
+from searchtome.metrics.ties import TIE_RULE, tied_queries
+from searchtome.records import Run
+
+log = logging.getLogger(__name__)
+
+
+def _positives(qrels: Qrels) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Relevant (doc, rel) pairs per query, highest relevance first; cached on the qrels."""
+    cached = getattr(qrels, "_positive_cache", None)
+    if cached is None:
+        cached = {
+            qid: tuple(sorted(((d, r) for d, r in docs.items() if r > 0), key=lambda x: -x[1]))
+            for qid, docs in qrels.items()
+        }
+        if isinstance(qrels, Qrels):
+            qrels._positive_cache = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _gain_matrix(
+    run: Run,
+    positives: Mapping[str, tuple[tuple[str, int], ...]],
+    query_ids: Sequence[str],
+    depth: int,
+) -> np.ndarray:
+    """Relevance of the first ``depth`` ranked ids of each query (0 for unjudged ids).
+
+    Walks the (few) relevant ids of a query and finds each in the ranking with ``list.index``
+    (C speed) instead of looking up every ranked id: one gold per query is the common case.
+    """
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[int] = []
+    rankings = run.rankings
+    for i, qid in enumerate(query_ids):
+        ranking = rankings.get(qid)
+        relevant = positives.get(qid)
+        if not ranking or not relevant:
+            continue
+        top = ranking[:depth] if len(ranking) > depth else ranking
+        for doc, rel in relevant:
+            try:
+                pos = top.index(doc)
+            except ValueError:
+                continue
+            rows.append(i)
+            cols.append(pos)
+            vals.append(rel)
+    gains = np.zeros((len(query_ids), max(depth, 1)), dtype=np.float64)
+    gains[rows, cols] = vals
+    return gains
+
+
+def _ideal(
+    positives: Mapping[str, tuple[tuple[str, int], ...]], query_ids: Sequence[str], width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Number of relevant ids per query and the ideal gains (sorted, zero-padded to ``width``)."""
+    n_rel = np.zeros(len(query_ids), dtype=np.float64)
+    ideal = np.zeros((len(query_ids), max(width, 1)), dtype=np.float64)
+    for i, qid in enumerate(query_ids):
+        relevant = positives.get(qid, ())
+        n_rel[i] = len(relevant)
+        if relevant:
+            rels = [r for _, r in relevant[:width]]
+            ideal[i, : len(rels)] = rels
+    return n_rel, ideal
+
+
+def rank_arrays(
+    run: Run, qrels: Qrels, measures: Sequence[Measure], query_ids: Sequence[str]
+) -> Ranked:
+    """The arrays every measure reads, deep enough for the largest cutoff in ``measures``."""
+    longest = max((len(r) for r in run.rankings.values()), default=0)
+    depth = max([m.cutoff or longest for m in measures] + [1])
+    positives = _positives(qrels)
+    gains = _gain_matrix(run, positives, query_ids, depth)
+    uncut = any(m.definition.uncut_ideal and m.cutoff is None for m in measures)
+    most_relevant = max((len(v) for v in positives.values()), default=0) if uncut else 0
+    width = max(depth, most_relevant)
+    n_rel, ideal = _ideal(positives, query_ids, width)
+    discount = 1.0 / np.log2(np.arange(2, width + 2, dtype=np.float64))
+    return Ranked(gains, gains > 0, n_rel, ideal, discount, depth, width)
+
+
+def evaluate_arrays(
+    run: Run,
+    qrels: Qrels,
+    measures: Iterable[str | Measure] = DEFAULT_MEASURES,
+    query_ids: Sequence[str] | None = None,
+) -> dict[str, np.ndarray]:
+    """Per-query values as arrays aligned with ``query_ids`` (default: the qrels' queries)."""
+    parsed = [parse_measure(m) for m in measures]
+    structural = [str(m) for m in parsed if m.definition.needs_dataset]
+    if structural:
+        raise SearchTomeError(
+            f"{', '.join(structural)}: structural flags read a dataset's ToC, not qrels; "
+            f"scores against a dataset report {', '.join(STRUCTURE_MEASURES)}"
+        )
+    qids = list(qrels.query_ids() if query_ids is None else query_ids)
+    ranked = rank_arrays(run, qrels, parsed, qids)
+    return {str(m): m.definition.values(ranked, m.cutoff) for m in parsed}
+
+
+def evaluate(
+    run: Run,
+    qrels: Qrels,
+    measures: Iterable[str | Measure] = DEFAULT_MEASURES,
+) -> dict[str, dict[str, float]]:
+    """Per-query values: ``{query id: {measure: value}}`` for every qrels query (missing = 0)."""
+    names = measure_names(measures)
+    ties = tied_queries(run)
+    if ties:
+        log.warning(
+            "run %s: %d queries have tied scores (tie rule: %s)",
+            run.name,
+            len(ties),
+            TIE_RULE,
+        )
+    missing = sum(1 for q in qrels if q not in run.rankings)
+    if missing:
+        log.info(
+            "run %s: %d of %d queries missing, scored as misses", run.name, missing, len(qrels)
+        )
+    arrays = evaluate_arrays(run, qrels, names)
+    qids = qrels.query_ids()
+    return {qid: {name: float(arrays[name][i]) for name in names} for i, qid in enumerate(qids)}
+
+
+def mean_scores(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """The mean of each measure over the queries given (all of them: missing ones are 0 already)."""
+    totals: dict[str, float] = {}
+    for values in per_query.values():
+        for name, value in values.items():
+            totals[name] = totals.get(name, 0.0) + value
+    n = len(per_query)
+    return {name: (total / n if n else 0.0) for name, total in totals.items()}

@@ -1,0 +1,186 @@
+"""The JSON-lines predictions parser: one ``{"query_id", "leaf_ids", "scores"}`` object a line.
+
+Every line is checked in full, so one pass reports every wrong field of every line. A line with
+any error contributes nothing to the run; a query answered twice keeps its first line. Tied
+scores keep the submitted order of ``leaf_ids`` (see ``searchtome.metrics.ties.TIE_RULE``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from searchtome.submissions.lines import Limits, iter_lines
+from searchtome.submissions.problems import Predictions, Problem
+from searchtome.submissions.schema import LINE_FIELDS, REQUIRED_LINE_FIELDS
+from searchtome.submissions.strictjson import is_number, loads_strict, type_name
+
+from searchtome.metrics.ties import TIE_RULE, count_ties
+from searchtome.records import Run
+
+# Records an error on the current line: (field, message, code).
+Report = Callable[[str, str, str], None]
+
+
+def parse_jsonl(path: Path, name: str, limits: Limits) -> Predictions:
+    """Parse a JSON-lines predictions file into a run named ``name``, collecting every problem."""
+    parser = _Parser(str(path))
+    for lineno, text, problem in iter_lines(path, limits):
+        if problem is not None:
+            parser.problems.append(problem)
+            continue
+        assert text is not None
+        if text.strip():
+            parser.add_line(lineno, text)
+    parser.add_warnings()
+    run = Run(name=name, rankings=parser.rankings, scores=parser.scores or None)
+    return Predictions(path, "jsonl", run, parser.line_of, parser.problems)
+
+
+class _Parser:
+    """What the lines read so far add up to: the run, each query's line and the problems."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+        self.problems: list[Problem] = []
+        self.rankings: dict[str, tuple[str, ...]] = {}
+        self.scores: dict[str, tuple[float, ...]] = {}
+        self.line_of: dict[str, int] = {}
+        self.tie_lines: list[int] = []
+        self.unsorted_lines: list[int] = []
+
+    def add_line(self, lineno: int, text: str) -> None:
+        def err(fld: str, msg: str, code: str) -> None:
+            self.problems.append(Problem(self.shown, lineno, fld, msg, code))
+
+        obj = _read_object(text, err)
+        if obj is None:
+            return
+        # Every check runs (no short-circuit), so each wrong field of the line is reported.
+        fields_ok = _check_fields(obj, err)
+        qid = _check_query_id(obj, err)
+        ids, ids_ok = _check_leaf_ids(obj, err)
+        scores, scores_ok = _check_scores(obj, ids, err)
+        if qid is not None:
+            if qid in self.line_of:
+                message = f"duplicate query {qid!r} (first on line {self.line_of[qid]})"
+                err("query_id", message, "duplicate-query")
+                return
+            self.line_of[qid] = lineno
+        if qid is None or ids is None or not (fields_ok and ids_ok and scores_ok):
+            return
+        self.rankings[qid] = tuple(ids)
+        if scores is not None:
+            values = tuple(float(v) for v in scores)
+            self.scores[qid] = values
+            if count_ties(values):
+                self.tie_lines.append(lineno)
+            if any(b > a for a, b in pairwise(values)):
+                self.unsorted_lines.append(lineno)
+
+    def add_warnings(self) -> None:
+        if self.tie_lines:
+            message = (
+                f"tied scores in {len(self.tie_lines)} ranking(s); the order of leaf_ids is kept "
+                f"(tie rule: {TIE_RULE})"
+            )
+            self._warn(self.tie_lines[0], message, "tied-scores")
+        if self.unsorted_lines:
+            message = (
+                f"scores increase down the ranking in {len(self.unsorted_lines)} line(s); "
+                "leaf_ids must be best first and their order is what is scored"
+            )
+            self._warn(self.unsorted_lines[0], message, "unsorted-scores")
+
+    def _warn(self, line: int, message: str, code: str) -> None:
+        self.problems.append(Problem(self.shown, line, "scores", message, code, "warning"))
+
+
+def _read_object(text: str, err: Report) -> dict[str, Any] | None:
+    try:
+        obj = loads_strict(text)
+    except ValueError as exc:
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        err("json", f"not valid JSON ({msg})", "json")
+        return None
+    if not isinstance(obj, dict):
+        err("json", f"expected a JSON object, got {type_name(obj)}", "type")
+        return None
+    return obj
+
+
+def _check_fields(obj: dict[str, Any], err: Report) -> bool:
+    ok = True
+    for key in REQUIRED_LINE_FIELDS:
+        if key not in obj:
+            err(key, "missing", "missing-field")
+            ok = False
+    for key in obj:
+        if key not in LINE_FIELDS:
+            err(str(key), f"unexpected field (allowed: {', '.join(LINE_FIELDS)})", "extra-field")
+            ok = False
+    return ok
+
+
+def _check_query_id(obj: dict[str, Any], err: Report) -> str | None:
+    """The query id when it is a non-empty string; ``None`` when missing or wrong."""
+    qid = obj.get("query_id")
+    if "query_id" in obj and (not isinstance(qid, str) or not qid):
+        err("query_id", f"expected a non-empty string, got {type_name(qid)}", "type")
+        return None
+    return qid
+
+
+def _check_leaf_ids(obj: dict[str, Any], err: Report) -> tuple[list[Any] | None, bool]:
+    """``(leaf_ids, ok)``; the list comes back even with bad items, for the scores length check."""
+    ids = obj.get("leaf_ids")
+    if "leaf_ids" not in obj:
+        return None, True  # reported by _check_fields
+    if not isinstance(ids, list):
+        err("leaf_ids", f"expected a list of strings, got {type_name(ids)}", "type")
+        return None, False
+    ok = True
+    first_at: dict[str, int] = {}
+    for i, item in enumerate(ids):
+        if not isinstance(item, str) or not item:
+            err(f"leaf_ids[{i}]", f"expected a non-empty string, got {type_name(item)}", "type")
+            ok = False
+        elif item in first_at:
+            message = (
+                f"duplicate of leaf_ids[{first_at[item]}] ({item!r}); "
+                "each id may appear once per ranking"
+            )
+            err(f"leaf_ids[{i}]", message, "duplicate-id")
+            ok = False
+        else:
+            first_at[item] = i
+    return ids, ok
+
+
+def _check_scores(
+    obj: dict[str, Any], ids: list[Any] | None, err: Report
+) -> tuple[list[Any] | None, bool]:
+    """``(scores, ok)``: finite numbers, one per id (``None`` when absent or not a list)."""
+    scores = obj.get("scores")
+    if "scores" not in obj:
+        return None, True
+    if not isinstance(scores, list):
+        err("scores", f"expected a list of numbers, got {type_name(scores)}", "type")
+        return None, False
+    ok = True
+    for i, value in enumerate(scores):
+        if not is_number(value):
+            err(f"scores[{i}]", f"expected a number, got {type_name(value)}", "type")
+            ok = False
+        elif not math.isfinite(float(value)):
+            err(f"scores[{i}]", "not a finite number", "type")
+            ok = False
+    if ids is not None and len(scores) != len(ids):
+        message = f"{len(scores)} scores for {len(ids)} leaf_ids; give one score per id or none"
+        err("scores", message, "scores-length")
+        ok = False
+    return scores, ok
