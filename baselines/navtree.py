@@ -134,6 +134,31 @@ class TocNavTreeConfig(NavTreeConfig):
     """Same knobs; defaults chosen separately on dev for the ToC tree."""
 
 
+@dataclass(frozen=True)
+class HybridConfig:
+    """The flat fusion under NavTree, with NavTree's index settings (so the two share caches)."""
+
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    chunk_tokens: int = 128
+    title: str = "none"
+    alpha: float = 0.5
+    norm: str = "zscore"
+    k1: float = 0.9
+    b: float = 0.75
+    stopwords: str = "none"
+    stemmer: str = "english"
+    depth: int = 100
+
+    def navtree(self) -> NavTreeConfig:
+        """The NavTree config whose walk is switched off (``anchor_height=0``): the same index,
+        and the same ranking (``test_hybrid_is_navtree_without_its_walk``)."""
+        kept = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return NavTreeConfig(**kept, anchor_height=0)
+
+    def __post_init__(self) -> None:
+        self.navtree()  # one validation for both
+
+
 # -- the tree ------------------------------------------------------------------------------------
 
 
@@ -527,6 +552,23 @@ def rank_leaves(index: BookIndex, query: str, qvec: np.ndarray, config: NavTreeC
     return out
 
 
+def flat_leaves(index: BookIndex, query: str, qvec: np.ndarray, config: NavTreeConfig) -> list[str]:
+    """ToC leaves by their best chunk's fused score (``hybrid``): no tree, no walk."""
+    dense_c, bm25_c, _, _ = index.signals(query, qvec)
+    a, how = config.alpha, config.norm
+    chunk_s = a * normalise(dense_c, how) + (1 - a) * normalise(bm25_c, how)
+    out: list[str] = []
+    seen: set[int] = set()
+    for c in rank_desc(chunk_s):  # a leaf takes the rank of its first (best) chunk
+        i = int(index.chunk_leaf[c])
+        if i not in seen:
+            seen.add(i)
+            out.append(index.leaf_ids[i])
+            if len(out) == config.depth:
+                break
+    return out
+
+
 def _run(dataset: Any, split: str, config: NavTreeConfig, ctx: RunContext, toc: bool) -> Run:
     from searchtome.settings import progress
 
@@ -567,13 +609,47 @@ def _run(dataset: Any, split: str, config: NavTreeConfig, ctx: RunContext, toc: 
 
 @register(
     "navtree",
-    summary="NavTree (reconstruction): balanced segment tree over chunks, anchored dense+BM25 "
-    "walk, leaves only",
+    summary="NavTree (reconstruction): BM25+MiniLM fusion over sentence chunks, then an anchored "
+    "walk down a segment tree (measured: the walk barely reorders the top; see hybrid)",
     config=NavTreeConfig,
     needs=("ml",),
 )
 def run_navtree(dataset: Any, split: str, config: NavTreeConfig, ctx: RunContext) -> Run:
     return _run(dataset, split, config, ctx, toc=False)
+
+
+@register(
+    "hybrid",
+    summary="Hybrid: BM25 and MiniLM scores of sentence chunks, z-scored and averaged; a leaf "
+    "ranks by its best chunk (NavTree without its walk)",
+    config=HybridConfig,
+    needs=("ml",),
+)
+def run_hybrid(dataset: Any, split: str, config: HybridConfig, ctx: RunContext) -> Run:
+    from searchtome.settings import progress
+
+    nav = config.navtree()
+    encoder = Encoder(nav.encoder)
+    books = [b for b in dataset.book_ids() if dataset.queries(split, b)]
+    queries = [q for b in books for q in dataset.queries(split, b)]
+    qvec = encoder.encode_queries([q.text for q in queries])
+    rankings: dict[str, tuple[str, ...]] = {}
+    row = n_chunks = 0
+    for book_id in books:
+        # NavTree's index (its internal nodes too, unused here) so that both share one cache.
+        index = book_index(dataset, book_id, nav, encoder, toc=False)
+        n_chunks += len(index.chunk_texts)
+        for q in progress(dataset.queries(split, book_id), desc=f"hybrid {book_id}", unit="query"):
+            rankings[q.query_id] = tuple(flat_leaves(index, q.text, qvec[row], nav))
+            row += 1
+    ctx.notes["models"] = [encoder.model_label()]
+    ctx.notes["encoder"] = encoder.describe()
+    ctx.notes["n_chunks"] = n_chunks
+    ctx.notes["description"] = (
+        "hybrid: BM25 and MiniLM over sentence chunks of each ToC leaf, each z-scored per query "
+        "and averaged; a ToC leaf ranks by its best chunk (NavTree's flat ranking, no tree walk)"
+    )
+    return Run(name="hybrid", rankings=rankings)
 
 
 @register(

@@ -27,7 +27,7 @@ from typing import Any
 
 from searchtome.config import make_config
 from searchtome.errors import SearchTomeError
-from searchtome.hardware import hardware
+from searchtome.hardware import cpu_facts, hardware
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,9 @@ _VERSIONED = (
 )
 
 ConfigSource = Mapping[str, Any] | str | os.PathLike[str] | None
+# Where `searchtome run` writes by default (git-ignored): committed runs live in submissions/,
+# and a plain `run` must never overwrite one of them.
+RUNS_DIR = "runs"
 Overrides = Sequence[str] | Mapping[str, Any] | None
 
 
@@ -146,12 +149,60 @@ def dataset_facts(dataset: Any) -> dict[str, Any]:
     if digest:
         revision += f" (manifest sha256:{digest[:16]})"
     return {
-        "path": str(dataset.root),
+        "path": portable_path(dataset.root, "<DATA>"),
         "name": m.get("name"),
         "revision": revision,
         "manifest_sha256": digest,
         "books": dataset.book_ids(),
     }
+
+
+def portable_path(path: str | os.PathLike[str], placeholder: str) -> str:
+    """``path`` as recorded in ``meta.json``: never an absolute path of this machine.
+
+    Relative to the current folder when inside it, ``$SEARCHTOME_HOME/...`` inside the cache,
+    ``placeholder`` (``<DATA>``) elsewhere; relative paths and ``hf://`` ids stay as given.
+    """
+    text = os.fspath(path)
+    if "://" in text or not os.path.isabs(text):
+        return text
+    from searchtome.settings import home
+
+    resolved = Path(text).resolve()
+    for base, shown in ((Path.cwd().resolve(), ""), (home().resolve(), "$SEARCHTOME_HOME/")):
+        if resolved.is_relative_to(base):
+            return shown + (resolved.relative_to(base).as_posix() or ".")
+    return placeholder
+
+
+def _portable_notes(notes: dict[str, Any]) -> dict[str, Any]:
+    """Notes with absolute paths (a cached adapter's folder...) made portable."""
+    return {
+        k: portable_path(v, "<PATH>") if isinstance(v, str) and os.path.isabs(v) else v
+        for k, v in notes.items()
+    }
+
+
+def check_out_dir(out_dir: Path, command: str, force: bool = False) -> None:
+    """Refuse to overwrite a folder holding another run (``force`` allows it).
+
+    The same run again (the same recorded command) may replace its own folder; a folder with
+    files but no ``meta.json``, or a different command, is another run.
+    """
+    import json
+
+    if force or not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return
+    meta = out_dir / "meta.json"
+    try:
+        recorded = json.loads(meta.read_text(encoding="utf-8")).get("command")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if recorded != command:
+        shown = f"was written by: {recorded}" if recorded else "holds files that are not a run"
+        raise SearchTomeError(
+            f"{out_dir}: {shown}; choose another --out, or pass --force to overwrite it"
+        )
 
 
 def _load(data: Any) -> Any:
@@ -176,6 +227,7 @@ def execute(
     """
     from searchtome.baselines import registry
 
+    from searchtome import threads
     from searchtome.settings import cache_dir
 
     spec = registry.get(name)
@@ -187,11 +239,12 @@ def execute(
     _seed_everything(seed)
     log.info("running %s on %s/%s with %s", name, dataset.root, split, cfg)
     start = time.perf_counter()
-    run = spec.run(dataset, split, cfg, ctx)
+    with threads.recording() as thread_choices:
+        run = spec.run(dataset, split, cfg, ctx)
     wall = time.perf_counter() - start
     check_run(run, dataset, split, free_form=getattr(cfg, "free_form", False))
     facts = dataset_facts(dataset)
-    notes = dict(ctx.notes)
+    notes = _portable_notes(dict(ctx.notes))
     models = [str(m) for m in notes.pop("models", [])]
     description = str(notes.pop("description", spec.summary))
     memory = peak_memory()
@@ -206,6 +259,11 @@ def execute(
         "dataset": facts,
         "n_queries": len(run),
         "overrides": _overrides_dict(overrides),
+        "threads": threads.summary(thread_choices),  # torch threads used and why
+        # CPU model and ISA flags, and the dtype the model really ran in (a neural baseline
+        # says so in its notes): bf16 results differ between CPU families.
+        "machine": cpu_facts(),
+        **({"dtype": notes.pop("dtype")} if "dtype" in notes else {}),
         "notes": notes,
     }
     summary = [f"wall time {wall:.1f} s", f"peak RSS {memory['peak_rss_mib']:.0f} MiB"]
@@ -254,6 +312,7 @@ def run_baseline(
     system: str | None = None,
     depth: int = 100,
     compress: bool = False,
+    force: bool = False,
 ) -> Path:
     """Run baseline ``name`` on ``data`` and write its submission; returns the folder.
 
@@ -262,7 +321,8 @@ def run_baseline(
 
     ``data`` is a dataset folder or a loaded :class:`~searchtome.dataset.Dataset`; ``config`` a
     JSON/TOML file or a mapping; ``overrides`` ``["k1=1.2"]`` or ``{"k1": 1.2}``. The folder
-    (default ``submissions/NAME``) gets ``predictions.jsonl`` and ``meta.json`` (with the
+    (default ``runs/NAME``, :data:`RUNS_DIR`; never the committed ``submissions/``; a folder holding
+    another run is refused unless ``force``) gets ``predictions.jsonl`` and ``meta.json`` (with the
     run's facts under ``run_info``); the system is named after the folder unless ``system`` is
     given, so variants of one baseline can sit side by side on a leaderboard.
     """
@@ -270,6 +330,9 @@ def run_baseline(
 
     if not 1 <= depth <= MAX_IDS:
         raise SearchTomeError(f"--depth must be between 1 and {MAX_IDS}, not {depth}")
+    out_dir = Path(out) if out is not None else Path(RUNS_DIR) / name
+    command = command or _python_call(name, data, split, config, overrides, seed)
+    check_out_dir(out_dir, command, force)  # before the run, which may take hours
     run, meta, info = execute(name, data, split, config, overrides, seed)
     if depth < MAX_IDS:
         run = dataclasses.replace(
@@ -278,16 +341,21 @@ def run_baseline(
             scores=None if run.scores is None else {q: v[:depth] for q, v in run.scores.items()},
         )
         info["depth"] = depth
-    out_dir = Path(out) if out is not None else Path("submissions") / name
     system = system or out_dir.resolve().name
     if system != name:
         run = dataclasses.replace(run, name=system)
         meta["description"] = f"{meta['description']} (variant of baseline {name!r})"
     meta["system"] = info["system"] = system
     info["baseline"] = name
-    meta["command"] = command or _python_call(name, data, split, config, overrides, seed)
+    meta["command"] = command
+    from searchtome.baselines.generative.parallel import barrier, is_main
+
+    if not is_main():  # under `accelerate launch` every rank holds the whole run; one writes
+        barrier()
+        return out_dir
     path = Path(write_submission(out_dir, run, meta, compress=compress))
     log.info("wrote %s (%d queries, %.1f s)", path, len(run), info["wall_time_s"])
+    barrier()
     return path
 
 
@@ -296,7 +364,9 @@ def _python_call(
 ) -> str:
     from searchtome.dataset import Dataset
 
-    data_text = str(data.root) if isinstance(data, Dataset) else str(data)
+    data_text = portable_path(data.root if isinstance(data, Dataset) else str(data), "<DATA>")
+    if isinstance(config, str | os.PathLike):
+        config = portable_path(config, "<CONFIG>")
     return (
         f"run_baseline({name!r}, {data_text!r}, split={split!r}, config={config!r}, "
         f"overrides={overrides!r}, seed={seed})"

@@ -9,13 +9,30 @@ permutations. ranx's numba functions are compiled on a tiny input first, so its 
     python benchmarks/scoring.py --queries 2000 --skip-ranx
 
 Needs the ``bench`` extra (``pip install -e .[bench]``) for the ranx side.
+
+The scale case, ``--scale`` (no ranx), is the leaderboard at ``--systems`` × ``--queries``: a
+synthetic dataset (six books, one per domain) and one submission per system are written to a
+temporary folder, then every stage runs as the ``leaderboard`` command would — validation,
+scoring, all pairwise tests (every pair of systems × R@1, R@3, nDCG@3 × overall and six
+domains, ``--permutations`` sign flips, ``--bootstrap`` intervals), and ``build_leaderboard``
+end to end (its own validation and scoring, the tests against the top system, figures,
+markdown, HTML, JSON). Each stage prints its wall time and the process's peak RSS during it.
+
+    nice -n 10 python benchmarks/scoring.py --scale --systems 50 --queries 20000
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
+import re
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 from searchtome.leaderboard.significance import compare
@@ -108,6 +125,178 @@ def ranx_side(qrels: dict, runs: list[Run], permutations: int) -> tuple[float, o
     return time.perf_counter() - start, report
 
 
+# -- the scale case ----------------------------------------------------------------------------
+
+DOMAINS = ("Education", "Finance", "Law", "Medicine", "Natural Sciences", "Social Sciences")
+
+
+def _peak_rss_mib() -> float:
+    """The process's RSS high-water mark (VmHWM), Linux."""
+    status = Path("/proc/self/status").read_text()
+    return int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024
+
+
+def _reset_peak() -> None:
+    """Restart the high-water mark from the current RSS (Linux >= 4.0), so each stage's peak
+    is its own."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+Stage = tuple[str, float, float, float]  # name, wall s, CPU s, peak RSS MiB
+
+
+@contextmanager
+def stage(name: str, rows: list[Stage]) -> Iterator[None]:
+    """Time the block: wall and CPU seconds (CPU time tells a busy machine from a slow stage)."""
+    _reset_peak()
+    start, cpu = time.perf_counter(), time.process_time()
+    yield
+    rows.append((name, time.perf_counter() - start, time.process_time() - cpu, _peak_rss_mib()))
+    print(
+        f"  {name}: {rows[-1][1]:.1f} s ({rows[-1][2]:.1f} s CPU), peak RSS {rows[-1][3]:,.0f} MiB",
+        flush=True,
+    )
+
+
+def scale_dataset(root: Path, n_queries: int, n_leaves: int, seed: int) -> Path:
+    """Six books (one per domain), 2-level ToCs of ``n_leaves`` leaves in all, ``n_queries``
+    test questions with uniformly drawn gold leaves, written with the real dataset writer."""
+    from searchtome.dataset.layout import BookInfo, write_dataset, write_manifest
+    from searchtome.records import Book, Leaf, Query, TocNode, node_id
+
+    rng = np.random.default_rng(seed)
+    books, toc, leaves = [], [], []
+    per_book = max(1, n_leaves // len(DOMAINS))
+    for b, domain in enumerate(DOMAINS, 1):
+        bid = f"book{b}"
+        books.append(BookInfo(Book(bid, domain, f"Book {b}"), n_pages=per_book))
+        for c in range(1, (per_book + 9) // 10 + 1):
+            cid = node_id(bid, (c,))
+            toc.append(TocNode(cid, bid, f"Chapter {c}", 1, c, None, False, (f"Chapter {c}",)))
+            for i in range(1, min(10, per_book - 10 * (c - 1)) + 1):
+                path = (f"Chapter {c}", f"Section {c}.{i}")
+                lid = node_id(bid, (c, i))
+                toc.append(TocNode(lid, bid, path[1], 2, c, cid, True, path))
+                leaves.append(Leaf(lid, bid, path, path[1], f"Text of {lid}.", c, c))
+    by_book: dict[str, list[str]] = {}
+    for leaf in leaves:
+        by_book.setdefault(leaf.book_id, []).append(leaf.leaf_id)
+    book_of = rng.integers(0, len(DOMAINS), n_queries)
+    queries = []
+    for i, b in enumerate(book_of):
+        bid = f"book{b + 1}"
+        gold = by_book[bid][int(rng.integers(0, len(by_book[bid])))]
+        queries.append(Query(f"q{i:06d}", bid, f"Question {i}?", gold, "test"))
+    write_dataset(root, books=books, toc=toc, leaves=leaves, queries=queries)
+    write_manifest(root, {"name": "scale-synthetic", "seed": seed})
+    return root
+
+
+def scale_submissions(data: Path, out: Path, n_systems: int, depth: int, seed: int) -> Path:
+    """One submission folder per system; system ``s`` puts the gold leaf first with a
+    probability rising with ``s`` and somewhere in its top ``depth`` otherwise, or not at all."""
+    from searchtome.submissions import make_meta, write_submission
+
+    from searchtome.dataset.loader import load
+
+    ds = load(data)
+    queries = ds.queries("test")
+    leaves = {b: [x.leaf_id for x in ds.leaves(b)] for b in ds.book_ids()}
+    rng = np.random.default_rng(seed)
+    for s in range(n_systems):
+        skill = 0.3 + 0.5 * s / max(n_systems - 1, 1)
+        rankings = {}
+        for q in queries:
+            pool = [x for x in leaves[q.book_id] if x != q.leaf_id]
+            ids = [pool[j] for j in rng.permutation(len(pool))[:depth]]
+            u = rng.random()
+            if u < skill:
+                ids[0] = q.leaf_id
+            elif u < skill + 0.3:
+                ids[int(rng.integers(1, depth))] = q.leaf_id
+            rankings[q.query_id] = tuple(ids)
+        scores = {qid: tuple(float(depth - k) for k in range(depth)) for qid in rankings}
+        name = f"sys{s:02d}"
+        meta = make_meta(
+            name,
+            description="synthetic scale-test system",
+            command="benchmarks/scoring.py --scale",
+            dataset_revision="scale-synthetic",
+            hardware="synthetic",
+            date_="2026-01-01",
+        )
+        write_submission(out / name, Run(name, rankings, scores), meta)
+    return out
+
+
+def _timed_stages(data: Path, subs: Path, args: argparse.Namespace) -> list[Stage]:
+    """``build_leaderboard`` first, in a fresh process (its peak is its own), then its parts
+    one by one, with every pair tested instead of each system against the top one."""
+    from searchtome.leaderboard import build_leaderboard
+    from searchtome.leaderboard.scoring import score_runs
+    from searchtome.submissions.validate import validate_submission
+
+    from searchtome.dataset.loader import load
+
+    rows: list[Stage] = []
+    with stage("build_leaderboard: validate, score, vs top, render", rows):
+        build_leaderboard(
+            data, subs, subs.parent / "board", permutations=args.permutations,
+            bootstrap=args.bootstrap, seed=args.seed,
+        )  # fmt: skip
+    with stage("load the dataset", rows):
+        ds = load(data)
+    with stage("validate and read the submissions", rows):
+        folders = sorted(p for p in subs.iterdir() if p.is_dir())
+        reports = [validate_submission(f, ds, "test") for f in folders]
+        assert all(r.ok for r in reports), [str(e) for r in reports for e in r.errors][:3]
+    with stage("score", rows):
+        board = score_runs([r.submission for r in reports], data=ds, split="test")
+    n_pairs = len(folders) * (len(folders) - 1) // 2
+    with stage(f"all {n_pairs:,} pairs x 3 measures x 7 scopes", rows):
+        report = compare(
+            board.per_query_arrays(list(TESTED)),
+            measures=list(TESTED),
+            groups=board.groups(),
+            permutations=args.permutations,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+        )
+    raw = sum(t.p < 0.05 for t in report.tests if t.scope == "overall")
+    print(
+        f"    {len(report.tests):,} tests; overall pairs with p < 0.05 before correction: {raw:,}, "
+        f"after Holm: {sum(t.significant for t in report.tests if t.scope == 'overall'):,} "
+        f"(with {n_pairs:,} pairs per family the smallest Holm-adjusted p is "
+        f"{n_pairs:,}/{args.permutations + 1:,} = {n_pairs / (args.permutations + 1):.3f})"
+    )
+    return rows
+
+
+def run_scale(args: argparse.Namespace) -> None:
+    print(
+        f"scale case: {args.systems} systems x {args.queries:,} queries, {args.leaves} leaves in "
+        f"6 books, top-{args.depth}; {args.permutations:,} permutations, {args.bootstrap:,} "
+        f"bootstrap; numpy {np.__version__}"
+    )
+    with tempfile.TemporaryDirectory(prefix="searchtome-scale-") as tmp:
+        root = Path(args.workdir or tmp)
+        start = time.perf_counter()
+        data, subs = root / "data", root / "subs"
+        if not (args.workdir and subs.is_dir()):  # --workdir: written once, reused after
+            scale_dataset(data, args.queries, args.leaves, args.seed)
+            scale_submissions(data, subs, args.systems, args.depth, args.seed)
+        print(f"  setup (not timed below): {time.perf_counter() - start:.1f} s")
+        rows = _timed_stages(data, subs, args)
+        board = json.loads((root / "board" / "leaderboard.json").read_text())
+        print(f"  leaderboard rows: {len(board['systems'])}")
+    print(f"{'stage':52} {'wall s':>7} {'CPU s':>7} {'peak RSS MiB':>13}")
+    for name, seconds, cpu, peak in rows:
+        print(f"{name:52} {seconds:7.1f} {cpu:7.1f} {peak:13,.0f}")
+    total = [sum(r[i] for r in rows) for i in (1, 2)]
+    print(f"{'total':52} {total[0]:7.1f} {total[1]:7.1f} {max(r[3] for r in rows):13,.0f}")
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -120,7 +309,13 @@ def main() -> None:
     ap.add_argument("--ranx-permutations", type=int, default=1_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-ranx", action="store_true")
+    ap.add_argument("--scale", action="store_true", help="the leaderboard scale case (no ranx)")
+    ap.add_argument("--bootstrap", type=int, default=2_000, help="--scale: bootstrap samples")
+    ap.add_argument("--workdir", help="--scale: keep the synthetic data here and reuse it")
     args = ap.parse_args()
+    if args.scale:
+        run_scale(args)
+        return
 
     print(
         f"{args.systems} systems x {args.queries:,} queries, one gold among {args.leaves} leaves, "

@@ -14,21 +14,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from searchtome.leaderboard.analyses import analyses
+from searchtome.leaderboard.analyses import DEFAULT_PAIR, Resampling, analyses, paired_analysis
 from searchtome.leaderboard.comparison import OVERALL, ComparisonReport
-from searchtome.leaderboard.figures import plot
+from searchtome.leaderboard.figures import plot, plot_paired
 from searchtome.leaderboard.html import render_html
 from searchtome.leaderboard.markdown import render_markdown
 from searchtome.leaderboard.results import (
     MAIN_MEASURES,
+    PAIRED_KEY,
     Breakdown,
     CheckResult,
     Entry,
     LeaderboardResult,
+    PairedAnalysis,
     relative,
 )
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.significance import compare
+from searchtome.submissions.reader import find_predictions
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES
 from searchtome.submissions.validate import ValidationReport, validate_submission
 
@@ -46,6 +49,7 @@ FIGURE_FILES = {
     "r1_by_training_questions": "r1_by_training_questions.png",
     "invalid_by_training_questions": "invalid_by_training_questions.png",
     "r1_by_depth": "r1_by_depth.png",
+    PAIRED_KEY: "paired_by_training_questions.png",
 }
 EXACT = 1e-9
 
@@ -110,7 +114,8 @@ def _validate_all(
         if report.ok and report.submission is not None:
             accepted.append(report)
         else:
-            log.warning("%s: rejected with %d errors", folder, len(report.errors))
+            n = len(report.errors)
+            log.warning("%s: rejected with %d error%s", folder, n, "" if n == 1 else "s")
             rejected.append(report)
     return accepted, rejected
 
@@ -140,6 +145,8 @@ def _ranked_entries(
                 path=relative(scores.path or "", submissions_root),
                 n_queries=len(board.query_ids),
                 validation=reports[system].counts.to_dict(),
+                predictions=find_predictions(scores.path).name if scores.path else "",
+                depth=scores.depth,
             )
         )
     return entries
@@ -172,12 +179,13 @@ def _test_against_the_top(
 
 
 def _write_figures(
-    breakdowns: Mapping[str, Breakdown], out: Path
+    breakdowns: Mapping[str, Breakdown], out: Path, paired: PairedAnalysis | None = None
 ) -> tuple[dict[str, Path], dict[str, bytes]]:
     figures: dict[str, Path] = {}
-    images: dict[str, bytes] = {}
-    for key, breakdown in breakdowns.items():
-        images[key] = plot(breakdown)
+    images: dict[str, bytes] = {key: plot(breakdown) for key, breakdown in breakdowns.items()}
+    if paired is not None and paired.buckets:
+        images[PAIRED_KEY] = plot_paired(paired)
+    for key in images:
         path = out / "figures" / FIGURE_FILES[key]
         with atomic_write(path, "wb") as fh:
             fh.write(images[key])
@@ -206,8 +214,13 @@ def build_leaderboard(
     seed: int = 0,
     alpha: float = 0.05,
     check: PathLike | Mapping[str, Any] | None = None,
+    pair: tuple[str, str] | None = DEFAULT_PAIR,
 ) -> LeaderboardResult:
-    """Validate, score, test and render every submission; see the module docstring."""
+    """Validate, score, test and render every submission; see the module docstring.
+
+    ``pair``: the two systems whose R@1 difference is tested per training-question bucket and
+    on rare leaves (the paper's STAIR vs DSI); ``None`` leaves the comparison out.
+    """
     dataset = data_dir if isinstance(data_dir, Dataset) else load(data_dir)
     out = Path(out_dir)
     folders = discover(submissions_dir)
@@ -228,8 +241,14 @@ def build_leaderboard(
     comparison = _test_against_the_top(
         board, entries, permutations=permutations, bootstrap=bootstrap, seed=seed, alpha=alpha
     )
-    breakdowns = analyses(board, [e.system for e in entries])
-    figures, images = _write_figures(breakdowns, out)
+    resampling = Resampling(bootstrap=bootstrap, permutations=permutations, seed=seed)
+    breakdowns = analyses(board, [e.system for e in entries], resampling)
+    paired = (
+        paired_analysis(board, pair, resampling)
+        if pair is not None and board.queries is not None
+        else None
+    )
+    figures, images = _write_figures(breakdowns, out, paired)
     settings = {
         "searchtome": __version__,
         "permutations": permutations,
@@ -253,6 +272,7 @@ def build_leaderboard(
         figures=figures,
         settings=settings,
         domains=sorted(set(board.queries.domain.tolist())) if board.queries is not None else [],
+        paired=paired,
     )
     if check is not None:
         expected = read_json(check) if not isinstance(check, Mapping) else check

@@ -96,9 +96,18 @@ class ComparisonReport:
             f"({s['bootstrap']:,} resamples); statistic: {s['statistic']}."
         )
 
+    def _legend(self) -> str:
+        alpha = self.settings["alpha"]
+        return (
+            "Each system has a letter; a superscript lists the letters of the systems whose "
+            f"value it beats significantly on that measure and scope (adjusted p < {alpha}); in "
+            "the pairwise tests, * marks a significant difference."
+        )
+
     def to_markdown(self, scale: float = 100.0, digits: int = 1) -> str:
         letters = self.letters()
         lines = [f"## Significance: {', '.join(self.systems)}", "", self._settings_line(), ""]
+        lines += [self._legend(), ""]
         for scope in self.scopes:
             lines.append(f"### {scope} ({self.n_queries[scope]:,} queries)")
             lines.append("")

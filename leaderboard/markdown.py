@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from searchtome.leaderboard.results import META_ORDER, LeaderboardResult
+from searchtome.leaderboard.results import CHECK_LEGEND, META_ORDER, LeaderboardResult
 from searchtome.leaderboard.text import md_escape
 
 
@@ -24,10 +24,11 @@ def render_markdown(result: LeaderboardResult) -> str:
         "",
         result.domain_table(),
     ]
-    if result.figures:
+    if result.figures or result.paired is not None:
         parts += ["## Analyses", ""]
         for key, path in result.figures.items():
-            parts += [f"![{result.analyses[key].title}](figures/{path.name})", ""]
+            parts += [f"![{result.figure_title(key)}](figures/{path.name})", ""]
+        parts += paired_lines(result)
     if result.entries:
         parts += ["## Submissions", ""]
         for e in result.entries:
@@ -47,9 +48,55 @@ def render_markdown(result: LeaderboardResult) -> str:
         parts += ["## Rejected submissions", ""]
         for r in result.rejected:
             parts.append(
-                f"- `{r.path}`: {len(r.errors)} errors, e.g. {md_escape(str(r.errors[0]))}"
+                f"- `{r.path}`: {len(r.errors)} error{'' if len(r.errors) == 1 else 's'}, "
+                f"e.g. {md_escape(str(r.errors[0]))}"
             )
         parts.append("")
     if result.checks is not None:
-        parts += ["## Check against expectations", "", "```", result.check_table(), "```", ""]
+        parts += ["## Check against expectations", "", *_check_report(result), ""]
     return "\n".join(parts)
+
+
+def _check_report(result: LeaderboardResult) -> list[str]:
+    """The checks as one system × measure table, a legend and the summary line."""
+    measures, rows = result.check_grid()
+    lines = [
+        "| System | " + " | ".join(measures) + " |",
+        "|---|" + "---:|" * len(measures),
+    ]
+    for system, cells in rows:
+        lines.append(
+            f"| {md_escape(system)} | "
+            + " | ".join(c.cell(result.check_short(c)) if c else "" for c in cells)
+            + " |"
+        )
+    note = result.short_note(measures)
+    extra = ["", md_escape(note)] if note else []
+    return [*lines, *extra, "", CHECK_LEGEND, "", f"**{result.check_summary()}**"]
+
+
+def paired_lines(result: LeaderboardResult) -> list[str]:
+    """The pair's difference per training-question bucket as a table, then the rare-leaf test."""
+    paired = result.paired
+    if paired is None:
+        return []
+    lines = [f"### {md_escape(paired.a)} − {md_escape(paired.b)}, {paired.measure}", ""]
+    if paired.buckets:
+        lines += [
+            f"| training questions | queries | {md_escape(paired.a)} | {md_escape(paired.b)} "
+            "| difference | 95% CI | p |",
+            "|---|---:|---:|---:|---:|---|---:|",
+        ]
+        for t in paired.buckets:
+            lines.append(
+                f"| {t.label} | {t.n_queries} | {t.mean_a * 100:.1f} | {t.mean_b * 100:.1f} | "
+                f"{t.diff * 100:+.1f} | {t.ci_low * 100:+.1f} to {t.ci_high * 100:+.1f} | "
+                f"{t.p_value:.3g} |"
+            )
+        lines += [
+            "",
+            "Two-sided paired randomization test per bucket, not corrected for the number of "
+            "buckets (descriptive); the rare-leaf test below is the one pre-declared test.",
+            "",
+        ]
+    return [*lines, md_escape(paired.rare_sentence()), ""]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from searchtome.leaderboard.comparison import ComparisonReport
+from searchtome.leaderboard.scoring import beyond_depth
 from searchtome.leaderboard.text import finite, md_escape, percent
 from searchtome.submissions.validate import ValidationReport
 
@@ -23,6 +24,8 @@ from searchtome.metrics.structure import STRUCTURE_MEASURES
 FORMAT = "searchtome-leaderboard-v1"
 MAIN_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")  # the main table's columns and tests
 MARK = "†"  # differs significantly from the top system
+PAIRED_KEY = "paired_by_training_questions"  # the a − b analysis in leaderboard.json and figures
+SHORT = "—"  # shown instead of a value whose cut-off lies beyond the system's ranking depth
 # Submission metadata shown on the pages, in this order.
 META_ORDER = (
     "description",
@@ -51,9 +54,18 @@ class Entry:
     validation: dict[str, Any]
     marks: dict[str, bool] = field(default_factory=dict)  # measure → differs from the top system
     domain_marks: dict[str, dict[str, bool]] = field(default_factory=dict)
+    predictions: str = ""  # the predictions file's name inside the submission folder
+    depth: int = 0  # the most ids it returned for one query; 0 = unknown
+
+    def short(self, measure: str) -> bool:
+        """Whether ``measure``'s cut-off lies beyond this system's ranking depth."""
+        return beyond_depth(measure, self.depth)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        # Values kept for machines, but named: a 3-deep run's R@5 is its R@3.
+        out["beyond_depth"] = [m for m in self.aggregate if self.short(m)]
+        return out
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,31 @@ class CheckResult:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    @property
+    def mark(self) -> str:
+        """✓ equal, ≈ within tolerance, ✗ FAIL (see :data:`CHECK_LEGEND`)."""
+        return {"OK": "✓", "within tolerance": "≈"}.get(self.status, "✗")
+
+    def cell(self, short: bool = False) -> str:
+        """The check as one table cell: the value and its mark, the expectation when they differ.
+
+        ``short``: the measure's cut-off lies beyond the system's ranking depth, so the value is
+        shown as :data:`SHORT` (the check itself still compares it).
+        """
+        actual = "–" if self.actual is None else f"{self.actual:.4f}"
+        if short and self.status == "OK":
+            return f"{SHORT} {self.mark}"
+        if self.status == "OK":
+            return f"{actual} {self.mark}"
+        expected = "–" if self.expected is None else f"{self.expected:.4f}"
+        return f"{actual} {self.mark} (expected {expected} ± {self.tolerance:g})"
+
+
+CHECK_LEGEND = (
+    "Each cell is the built value (a fraction); ✓ equals the expected value, ≈ lies within its "
+    "tolerance, ✗ lies beyond it or is missing (FAIL). An empty cell was not checked."
+)
+
 
 @dataclass
 class Breakdown:
@@ -79,9 +116,13 @@ class Breakdown:
     buckets: list[str]
     n_queries: list[int]
     values: dict[str, list[float]]  # system → value per bucket
+    # Percentile bootstrap interval per system and bucket (empty: not computed).
+    ci_low: dict[str, list[float]] = field(default_factory=dict)
+    ci_high: dict[str, list[float]] = field(default_factory=dict)
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "title": self.title,
             "xlabel": self.xlabel,
             "ylabel": self.ylabel,
@@ -89,6 +130,79 @@ class Breakdown:
             "n_queries": list(self.n_queries),
             "values": {k: list(v) for k, v in self.values.items()},
         }
+        if self.ci_low:
+            out["ci_low"] = {k: list(v) for k, v in self.ci_low.items()}
+            out["ci_high"] = {k: list(v) for k, v in self.ci_high.items()}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class PairedTest:
+    """System ``a`` minus system ``b`` on R@1 in one set of queries: the difference and its test."""
+
+    label: str
+    n_queries: int
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class PairedAnalysis:
+    """``a`` − ``b`` per training-question bucket and on the pre-declared rare-leaf set.
+
+    ``skipped`` says why there is no comparison (a system is missing); then the lists are empty.
+    """
+
+    a: str
+    b: str
+    measure: str
+    alternative: str  # "two-sided"
+    rare_max: int  # rare leaves: at most this many training questions
+    buckets: list[PairedTest] = field(default_factory=list)
+    rare: PairedTest | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    skipped: str = ""
+
+    @property
+    def title(self) -> str:
+        return f"{self.measure}: {self.a} − {self.b} by training questions of the gold leaf"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "measure": self.measure,
+            "alternative": self.alternative,
+            "rare_max": self.rare_max,
+            "buckets": [t.to_dict() for t in self.buckets],
+            "rare": self.rare.to_dict() if self.rare else None,
+            "settings": dict(self.settings),
+            "skipped": self.skipped,
+        }
+
+    def rare_sentence(self) -> str:
+        """The rare-leaf test in one sentence (or why it was skipped)."""
+        if self.skipped:
+            return f"Rare-leaf test not run: {self.skipped}."
+        t = self.rare
+        if t is None or t.n_queries == 0:
+            return f"Rare-leaf test not run: no query's gold leaf has ≤ {self.rare_max} training questions."
+        return (
+            f"Rare-leaf test (pre-declared; gold leaves with ≤ {self.rare_max} training questions, "
+            f"{t.n_queries} queries): {self.measure} {self.a} {t.mean_a * 100:.1f} vs {self.b} "
+            f"{t.mean_b * 100:.1f}, difference {t.diff * 100:+.1f} points "
+            f"(95% bootstrap CI {t.ci_low * 100:+.1f} to {t.ci_high * 100:+.1f}), "
+            f"{self.alternative} paired randomization p = {t.p_value:.4g}."
+        )
 
 
 @dataclass
@@ -106,6 +220,13 @@ class LeaderboardResult:
     settings: dict[str, Any]
     domains: list[str]
     checks: list[CheckResult] | None = None
+    paired: PairedAnalysis | None = None
+
+    def figure_title(self, key: str) -> str:
+        """The title of the figure stored under ``key``."""
+        if key in self.analyses:
+            return self.analyses[key].title
+        return self.paired.title if self.paired is not None else key
 
     # -- text --
     def dataset_line(self) -> str:
@@ -133,7 +254,23 @@ class LeaderboardResult:
         return self.entries[0].system if self.entries else None
 
     def _cell(self, entry: Entry, measure: str, value: float, marked: bool) -> str:
+        if entry.short(measure):
+            return SHORT
         return f"{percent(value)}{MARK}" if marked else percent(value)
+
+    def short_note(self, measures: tuple[str, ...] | list[str]) -> str:
+        """The footnote for :data:`SHORT` cells among ``measures``; empty when there are none."""
+        short = [
+            f"{e.system} ({e.depth} deep: {', '.join(m for m in measures if e.short(m))})"
+            for e in self.entries
+            if any(e.short(m) for m in measures)
+        ]
+        if not short:
+            return ""
+        return (
+            f"{SHORT}: ranking shorter than k, the measure's cut-off; the system returned fewer "
+            f"ids per query than the measure reads, so no value is shown: {'; '.join(short)}."
+        )
 
     def main_table_rows(self) -> list[list[str]]:
         rows = []
@@ -175,12 +312,16 @@ class LeaderboardResult:
         for row in self.main_table_rows():
             row[1] = md_escape(row[1])
             lines.append("| " + " | ".join(row) + " |")
-        return "\n".join(lines) + "\n"
+        note = self.short_note(MAIN_MEASURES)
+        return "\n".join(lines) + "\n" + (f"\n{md_escape(note)}\n" if note else "")
 
     def domain_table_rows(self) -> list[tuple[str, list[list[str]]]]:
-        """Groups (domain, rows) like the paper's Table 4, the macro average last."""
+        """Groups (domain, rows) like the paper's Table 4, the macro average last.
+
+        With one domain the average is that domain's table again, so it is left out.
+        """
         groups = []
-        for domain in [*self.domains, "Average"]:
+        for domain in [*self.domains, *(["Average"] if len(self.domains) != 1 else [])]:
             rows = []
             for e in self.entries:
                 values = e.aggregate if domain == "Average" else e.per_domain.get(domain)
@@ -205,7 +346,8 @@ class LeaderboardResult:
             for i, row in enumerate(rows):
                 label = f"**{domain}**" if i == 0 else ""
                 lines.append(f"| {label} | {md_escape(row[0])} | " + " | ".join(row[1:]) + " |")
-        return "\n".join(lines) + "\n"
+        note = self.short_note(MAIN_MEASURES)
+        return "\n".join(lines) + "\n" + (f"\n{md_escape(note)}\n" if note else "")
 
     def print_main_table(self, file: IO[str] | None = None) -> None:
         out = file or sys.stdout
@@ -242,9 +384,30 @@ class LeaderboardResult:
             lines.append(
                 f"{c.system}  {c.measure}  {exp}  {act}  {diff}  {c.tolerance:g}  {c.status}"
             )
-        n_fail = sum(c.status == "FAIL" for c in self.checks)
-        lines.append(f"check: {'FAIL' if n_fail else 'OK'} ({n_fail} of {len(self.checks)} failed)")
+        lines.append(self.check_summary())
         return "\n".join(lines)
+
+    def check_grid(self) -> tuple[list[str], list[tuple[str, list[CheckResult | None]]]]:
+        """The checks as a system × measure grid: (measures, [(system, result or None per measure)])."""
+        cells: dict[str, dict[str, CheckResult]] = {}
+        for c in self.checks or []:
+            cells.setdefault(c.system, {})[c.measure] = c
+        seen = {c.measure for c in self.checks or []}
+        # The scorer's order (R@1 … RR@10, then the structure rates), then any other measure.
+        known = [m for m in (*DEFAULT_MEASURES, *STRUCTURE_MEASURES) if m in seen]
+        measures = known + sorted(seen - set(known))
+        return measures, [(s, [cells[s].get(m) for m in measures]) for s in cells]
+
+    def check_short(self, check: CheckResult) -> bool:
+        """Whether a check's measure lies beyond its system's ranking depth."""
+        entry = next((e for e in self.entries if e.system == check.system), None)
+        return entry is not None and entry.short(check.measure)
+
+    def check_summary(self) -> str:
+        """``check: OK (0 of 63 failed)``: the last line of every check report."""
+        checks = self.checks or []
+        n_fail = sum(c.status == "FAIL" for c in checks)
+        return f"check: {'FAIL' if n_fail else 'OK'} ({n_fail} of {len(checks)} failed)"
 
     def expected(self, tolerance: float = 0.005) -> dict[str, Any]:
         return {
@@ -268,7 +431,10 @@ class LeaderboardResult:
             "domains": self.domains,
             "systems": [e.to_dict() for e in self.entries],
             "comparison": self.comparison.to_dict() if self.comparison else None,
-            "analyses": {k: b.to_dict() for k, b in self.analyses.items()},
+            "analyses": {
+                **{k: b.to_dict() for k, b in self.analyses.items()},
+                **({PAIRED_KEY: self.paired.to_dict()} if self.paired is not None else {}),
+            },
             "figures": {k: f"figures/{p.name}" for k, p in self.figures.items()},
             "rejected": [
                 _rejected_dict(r, self.settings["submissions_root"]) for r in self.rejected

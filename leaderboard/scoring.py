@@ -24,9 +24,8 @@ from searchtome.dataset.loader import Dataset
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.metrics.measures import DEFAULT_MEASURES, measure_names
 from searchtome.metrics.qrels import Qrels
-from searchtome.metrics.scorer import evaluate_arrays
+from searchtome.metrics.scorer import evaluate_arrays, warn_ties
 from searchtome.metrics.structure import STRUCTURE_MEASURES, structure_flags
-from searchtome.metrics.ties import tied_queries
 from searchtome.records import Run, Submission
 
 log = logging.getLogger(__name__)
@@ -73,7 +72,8 @@ class SystemScores:
     meta: Mapping[str, Any] = field(default_factory=dict)
     path: str | None = None
     unknown_queries: int = 0
-    tied_queries: int = 0
+    tied_queries: int = 0  # rankings whose tied scores can change a measured value
+    depth: int = 0  # the most ids the system returned for one query (its ranking depth)
 
 
 def _group_means(values: dict[str, np.ndarray], labels: np.ndarray) -> dict[str, dict[str, float]]:
@@ -157,6 +157,21 @@ class Scoreboard:
         return out
 
 
+def beyond_depth(measure: str, depth: int) -> bool:
+    """Whether ``measure`` has a cut-off deeper than a ranking of ``depth`` ids.
+
+    A 3-deep run's R@5 equals its R@3 and its RR@10 its RR@3: such values are not comparable
+    with those of deeper runs, so the leaderboard marks them instead of printing them. Measures
+    without a cut-off, and unknown depths (0), are never marked.
+    """
+    from searchtome.metrics.measures import parse_measure
+
+    if depth <= 0 or measure in STRUCTURE_MEASURES:
+        return False
+    cutoff = parse_measure(measure).cutoff
+    return cutoff is not None and cutoff > depth
+
+
 def score_runs(
     runs: Sequence[Run | Submission],
     *,
@@ -196,13 +211,14 @@ def score_runs(
             per_query.update(structure_flags(run.rankings, data, qids))
         answered = np.asarray([qid in run.rankings for qid in qids])
         unknown = sum(1 for qid in run.rankings if qid not in known)
-        ties = len(tied_queries(run))
+        ties = warn_ties(name, run, qrels, names)
         missing = int((~answered).sum())
         if missing:
             log.warning("%s: %d of %d queries missing; scored as misses", name, missing, len(qids))
         if unknown:
             log.warning("%s: %d query ids are not in the %s queries; ignored", name, unknown, split)
-        if ties:
-            log.warning("%s: %d rankings have tied scores (see the tie rule)", name, ties)
-        systems.append(SystemScores(name, per_query, answered, dict(meta), path, unknown, ties))
+        depth = max((len(ids) for ids in run.rankings.values()), default=0)
+        systems.append(
+            SystemScores(name, per_query, answered, dict(meta), path, unknown, ties, depth)
+        )
     return Scoreboard(qids, names, systems, table, split)

@@ -36,6 +36,10 @@ from searchtome.leaderboard.comparison import OVERALL, ComparisonReport, PairTes
 from searchtome.errors import SearchTomeError, unknown_name
 
 BLOCK = 512  # sign vectors drawn at a time; part of the seeded stream's definition
+# Work sizes that bound memory, not results: pairs per comparison chunk, indicators per popcount
+# chunk. Every element is computed by the same float64 operation whatever the chunking.
+PAIR_CHUNK = 256
+INDICATOR_CHUNK = 16
 Correction = Literal["holm", "bh", "none"]
 
 
@@ -275,9 +279,13 @@ class Engine:
         k = self.X.shape[1]
         n_groups = len(self.layout.words)
         counts = np.zeros((n_groups, rows, self.V.shape[0]))
-        for c in range(self.V.shape[0]):
-            hits = _popcount_sums(words & self.indicators[c], self.word_starts)  # rows × groups
-            counts[:, :, c] = hits.T
+        for c in range(0, self.V.shape[0], INDICATOR_CHUNK):
+            ind = self.indicators[c : c + INDICATOR_CHUNK]
+            both = words[:, None, :] & ind[None, :, :]  # rows × chunk × words
+            hits = _popcount_sums(both.reshape(-1, both.shape[2]), self.word_starts)
+            counts[:, :, c : c + ind.shape[0]] = hits.reshape(rows, ind.shape[0], -1).transpose(
+                2, 0, 1
+            )
         sums = []
         for g in range(n_groups):
             # sum_v v * (m_v - 2 k_v): the unflipped total minus twice the flipped part
@@ -324,8 +332,10 @@ class Engine:
         )
         for words in blocks:
             means = self.layout.scope_means(self._group_sums(words))
-            t = np.abs(means[:, :, self.A] - means[:, :, self.B])
-            counts += (t >= threshold[None]).sum(axis=0)
+            for lo in range(0, len(self.A), PAIR_CHUNK):
+                part = slice(lo, lo + PAIR_CHUNK)
+                t = np.abs(means[:, :, self.A[part]] - means[:, :, self.B[part]])
+                counts[:, part] += np.count_nonzero(t >= threshold[None, :, part], axis=0)
         if exact:
             total = 1 << n
             return counts / total, total
@@ -336,16 +346,22 @@ class Engine:
         shape = (len(self.scopes), len(self.pairs))
         if self.bootstrap <= 0:
             return np.full(shape, np.nan), np.full(shape, np.nan)
-        diffs = np.empty((self.bootstrap, *shape))
+        # The replicates' column means (small), then the pair differences a chunk of pairs at a
+        # time: B × scopes × pairs at once is 400 MB for 50 systems.
+        means = np.empty((self.bootstrap, len(self.scopes), self.X.shape[1]))
         row = 0
         bounds = self.layout.bounds
         for blocks in _bootstrap_blocks(bounds, self.bootstrap, self._boot_seq):
             sums = [blk @ self.Xs[lo:hi] for blk, (lo, hi) in zip(blocks, bounds, strict=True)]
-            means = self.layout.scope_means(sums)
-            diffs[row : row + means.shape[0]] = means[:, :, self.A] - means[:, :, self.B]
-            row += means.shape[0]
+            block = self.layout.scope_means(sums)
+            means[row : row + block.shape[0]] = block
+            row += block.shape[0]
         tail = (1.0 - level) / 2.0 * 100.0
-        low, high = np.percentile(diffs, [tail, 100.0 - tail], axis=0)
+        low, high = np.empty(shape), np.empty(shape)
+        for lo in range(0, len(self.A), PAIR_CHUNK):
+            part = slice(lo, lo + PAIR_CHUNK)
+            diffs = means[:, :, self.A[part]] - means[:, :, self.B[part]]
+            low[:, part], high[:, part] = np.percentile(diffs, [tail, 100.0 - tail], axis=0)
         return low, high
 
 

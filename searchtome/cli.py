@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from searchtome.errors import SearchTomeError
 from searchtome.settings import set_progress, setup_logging
+from searchtome.threads import quiet_waiting
 from searchtome.version import __version__
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -84,6 +85,8 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Before anything can import torch: its OpenMP runtime reads the waiting policy once.
+    quiet_waiting()
     import signal
     import threading
 

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -82,14 +83,43 @@ def progress_enabled() -> bool:
     return not _env_flag("SEARCHTOME_NO_PROGRESS")
 
 
-def progress(iterable: Iterable[T] | None = None, **kwargs: Any) -> Iterator[T]:
-    """A tqdm bar that honours the global switch; bars go to stderr and never to a pipe's stdout."""
-    from tqdm.auto import tqdm
+# Items done before a bar shows a time left: one item's time says little about the rest.
+ETA_AFTER = 3
 
+
+def progress(
+    iterable: Iterable[T] | None = None, *, eta_after: int = ETA_AFTER, **kwargs: Any
+) -> Iterator[T]:
+    """A tqdm bar that honours the global switch; bars go to stderr and never to a pipe's stdout.
+
+    The time left and the rate read ``?`` until ``eta_after`` items are done (work that finishes
+    in batches, such as concurrent requests, passes its batch size), and are averaged over the
+    whole run rather than over the last few items.
+    """
     kwargs.setdefault("disable", not progress_enabled())
     kwargs.setdefault("file", sys.stderr)
     kwargs.setdefault("dynamic_ncols", True)
-    return tqdm(iterable, **kwargs)
+    kwargs.setdefault("smoothing", 0.0)
+    return _bar_class()(iterable, eta_after=eta_after, **kwargs)
+
+
+@functools.cache
+def _bar_class() -> Any:
+    from tqdm.auto import tqdm
+
+    class Bar(tqdm):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, eta_after: int = ETA_AFTER, **kwargs: Any) -> None:
+            self.eta_after = eta_after
+            super().__init__(*args, **kwargs)
+
+        @property
+        def format_dict(self) -> dict[str, Any]:
+            d = super().format_dict
+            if d.get("n", 0) - d.get("initial", 0) < self.eta_after and not d.get("bar_format"):
+                d["bar_format"] = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<?, ?{unit}/s]"
+            return d
+
+    return Bar
 
 
 def setup_logging(verbosity: int = 0) -> None:

@@ -88,7 +88,8 @@ class _Parser:
                 f"tied scores in {len(self.tie_lines)} ranking(s); the order of leaf_ids is kept "
                 f"(tie rule: {TIE_RULE})"
             )
-            self._warn(self.tie_lines[0], message, "tied-scores")
+            # A count over the whole file: no one line to point at.
+            self._warn(None, message, "tied-scores")
         if self.unsorted_lines:
             message = (
                 f"scores increase down the ranking in {len(self.unsorted_lines)} line(s); "
@@ -96,7 +97,7 @@ class _Parser:
             )
             self._warn(self.unsorted_lines[0], message, "unsorted-scores")
 
-    def _warn(self, line: int, message: str, code: str) -> None:
+    def _warn(self, line: int | None, message: str, code: str) -> None:
         self.problems.append(Problem(self.shown, line, "scores", message, code, "warning"))
 
 

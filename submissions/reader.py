@@ -142,7 +142,8 @@ def read_submission(
     Errors that make the run ill-defined (bad JSON, wrong types, duplicate queries or ids,
     oversized files) raise; the first one is in the message. Leaderboard rules (all queries
     present, known ids, complete meta data) are the validator's business, so a bare TREC run or
-    a folder without ``meta.json`` reads fine. Warnings are logged.
+    a folder without ``meta.json`` reads fine. Warnings are logged, except tied scores, which
+    the scorer reports where they can change a measure.
     """
     loaded = load_submission(path, run_format, limits=limits, require_meta=False)
     fatal = [p for p in loaded.errors if not p.path.endswith(META_FILE)]
@@ -157,6 +158,7 @@ def read_submission(
         )
         raise SearchTomeError(f"{fatal[0]}{more}")
     for p in loaded.problems:
-        if p.severity == "warning":
+        # Ties are the scorer's to report: only it knows which ones can change a measure.
+        if p.severity == "warning" and p.code != "tied-scores":
             log.warning("%s", p)
     return loaded.submission

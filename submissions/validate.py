@@ -98,7 +98,8 @@ class ValidationReport:
 
     def summary(self) -> str:
         c = self.counts
-        status = "OK" if self.ok else f"INVALID ({len(self.errors)} errors)"
+        n = len(self.errors)
+        status = "OK" if self.ok else f"INVALID ({n} error{'' if n == 1 else 's'})"
         parts = [
             f"{self.path}: {status}; system {self.system!r}, {self.format} format, "
             f"{self.n_answered}/{self.n_expected} {self.split} queries answered",

@@ -11,7 +11,6 @@ import json
 import logging
 import math
 from collections.abc import Mapping
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from searchtome.submissions.schema import MAX_IDS, META_FILE, PREDICTION_FILES
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, atomic_write, dumps
+from searchtome.metrics.ties import order_by_score
 from searchtome.records import Run
 
 log = logging.getLogger(__name__)
@@ -71,20 +71,38 @@ def write_predictions(path: PathLike, run: Run, max_ids: int | None = MAX_IDS) -
     return path
 
 
+def _trec_keeps_order(ranking: tuple[str, ...], given: tuple[float, ...] | None) -> bool:
+    """Whether a TREC reader, sorting by score with ties by id descending, keeps this order."""
+    if given is None:
+        return False
+    pairs = list(zip(ranking, (float(v) for v in given), strict=True))
+    return order_by_score(pairs) == pairs
+
+
+def rank_scored_queries(run: Run) -> list[str]:
+    """Queries whose own scores cannot go into a TREC file (none, or ties in another order)."""
+    scores = run.scores or {}
+    return [
+        q for q in sorted(run.rankings) if not _trec_keeps_order(run.rankings[q], scores.get(q))
+    ]
+
+
 def write_trec(path: PathLike, run: Run, tag: str | None = None) -> Path:
     """Write ``run`` as a TREC run file whose scores reproduce the run's order under any tool.
 
-    Scores are the run's own when they strictly decrease; otherwise rank-derived scores are
-    written so that trec_eval cannot reorder tied ids.
+    A query keeps its own scores (written exactly: ``repr`` round-trips a float) when sorting
+    them as trec_eval does — score descending, ties by id descending — gives the run's order;
+    otherwise (no scores, or tied ids in another order) rank-derived scores ``n, n-1, ... 1``
+    are written so that no tool can reorder its ids (:func:`rank_scored_queries` lists them).
     """
     tag = tag or run.name or "run"
     with atomic_write(path) as fh:
         for qid in sorted(run.rankings):
-            ranking = run.rankings[qid]
+            ranking = tuple(run.rankings[qid])
             given = run.scores.get(qid) if run.scores else None
-            strictly = given is not None and all(a > b for a, b in pairwise(given))
+            own = _trec_keeps_order(ranking, given)
             for i, doc in enumerate(ranking):
-                score = given[i] if strictly and given is not None else float(len(ranking) - i)
+                score = float(given[i]) if own and given is not None else float(len(ranking) - i)
                 fh.write(f"{qid} Q0 {doc} {i + 1} {score!r} {tag}\n")
     return Path(path)
 

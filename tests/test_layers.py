@@ -8,7 +8,7 @@ function to dodge a cycle is still a cycle. The layers, lowest first::
     2 dataset, sample
     3 generate, metrics
     4 submissions
-    5 baselines, leaderboard        (never each other)
+    5 baselines, leaderboard, integrations (never each other)
     6 commands                      (the only layer that builds argparse parsers)
     7 searchtome (the facade), searchtome.cli, searchtome.__main__
 
@@ -44,10 +44,13 @@ LAYERS: dict[str, int] = {
     "submissions": 4,
     "baselines": 5,
     "leaderboard": 5,
+    "integrations": 5,
     "commands": 6,
     "cli": 7,
     "__main__": 7,
     "": 7,  # the package facade, searchtome/__init__.py
+    "mteb": 7,  # searchtome.mteb / searchtome.ir_datasets: facades over integrations/
+    "ir_datasets": 7,
 }
 ARGPARSE_LAYERS = {"commands", "cli", "__main__"}
 

@@ -17,8 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from searchtome.baselines.generative.common import PASSAGE_LABEL, QUERY_LABEL, model_fingerprint
+from searchtome.baselines.generative.common import model_fingerprint
 from searchtome.baselines.generative.config import RESTRICTION, GenRetConfig
+from searchtome.baselines.generative.parallel import (
+    barrier,
+    distributed,
+    is_main,
+    run_sharded,
+    same_everywhere,
+)
 from searchtome.baselines.generative.predict import Predictor
 
 from searchtome.errors import SearchTomeError
@@ -78,7 +85,7 @@ def build_examples(
         examples.append(
             Example(
                 q.book_id,
-                tuple(book.suffix_ids(lm, q.text, QUERY_LABEL, cfg.max_input_tokens)),
+                tuple(book.suffix_ids(lm, q.text, book.query_label, cfg.max_input_tokens)),
                 book.trie.sequences[q.leaf_id],
             )
         )
@@ -90,7 +97,7 @@ def build_examples(
                 examples.append(
                     Example(
                         book_id,
-                        tuple(book.suffix_ids(lm, text, PASSAGE_LABEL, cfg.max_input_tokens)),
+                        tuple(book.suffix_ids(lm, text, book.passage_label, cfg.max_input_tokens)),
                         book.trie.sequences[para.leaf_id],
                         kind="index",
                     )
@@ -126,8 +133,13 @@ def adapter_key(
     seed: int,
 ) -> str:
     """The adapter's cache key: a hash of everything that shapes the trained weights."""
+    world = distributed()[1]
+    # N processes average N batches per step (grad_accum × N): another training. Keys of
+    # one-process runs stay as they were.
+    parallel = {"processes": world} if world > 1 else {}
     return stable_hash(
         {
+            **parallel,
             "system": system,
             "with_toc": with_toc,
             "model": model_fingerprint(cfg.model),
@@ -201,7 +213,9 @@ def tune_adapter(
         ),
         ctx.seed,
     )
-    if cfg.cache_adapters and (final / "adapter_config.json").is_file():
+    cached = cfg.cache_adapters and (final / "adapter_config.json").is_file()
+    same_everywhere(cached, f"whether the adapter {final} exists")
+    if cached:
         log.info("reusing the trained adapter %s", final)
         set_lora_state(lm, _load_lora_weights(final))
         report = adapter_meta(final).get("training", {})
@@ -270,7 +284,10 @@ def _train(
         predictor.forget()
         mode = "beam" if cfg.dev_decode == "greedy" else cfg.dev_decode
         beams = 1 if cfg.dev_decode == "greedy" else cfg.num_beams
-        got = predictor.run(dev, mode=mode, num_beams=beams, desc="dev")
+        # Each process decodes its share of the dev questions; all see every answer.
+        got = run_sharded(
+            dev, lambda part: predictor.run(part, mode=mode, num_beams=beams, desc="dev")
+        )
         hits = sum(1 for q in dev if got[q.query_id].ids[:1] == [q.leaf_id])
         return hits / len(dev)
 
@@ -296,19 +313,15 @@ def _save(lm: LM, final: Path, meta: dict[str, Any]) -> None:
     """Write the adapter and its searchtome.json atomically, then drop the training state."""
     import shutil
 
-    import torch
-    from searchtome.baselines.generative.train import distributed
-
     from searchtome.io import atomic_dir, commit_dir, write_json
 
-    if distributed()[0] == 0:  # one writer under `accelerate launch`
+    if is_main():  # one writer under `accelerate launch`
         tmp = atomic_dir(final)
         lm.peft.save_pretrained(str(tmp))
         write_json(tmp / "searchtome.json", meta)
         commit_dir(tmp, final)
         shutil.rmtree(_work_dir(final), ignore_errors=True)
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.barrier()
+    barrier()  # the others read the adapter's folder only once it is complete
 
 
 # -- reading a saved adapter -----------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 A book's prompt splits into a per-book prefix (instruction, title and, for STAIR, the ToC) and a
 per-query suffix, tokenized separately (``common.PromptTemplate``); the prefix is the same for
-every query of the book, so its key/value cache is computed once.
+every query of the book, so its key/value cache is computed once. The prompt layout
+(``prompt_layout``, :mod:`.layouts`) decides the ToC text, the identifiers and the labels.
 """
 
 from __future__ import annotations
@@ -12,17 +13,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from searchtome.baselines.generative.common import (
-    DSI_INSTRUCTION,
-    DSI_SEMANTIC_INSTRUCTION,
-    STAIR_INSTRUCTION,
+    PASSAGE_LABEL,
+    QUERY_LABEL,
     IdentifierIndex,
-    PromptTemplate,
     TokenTrie,
-    leaf_identifiers,
     semantic_id_strings,
     semantic_ids,
-    serialize_toc,
 )
+from searchtome.baselines.generative.layouts import get_layout
 
 from searchtome.errors import SearchTomeError
 from searchtome.titles import title_path
@@ -47,6 +45,8 @@ class BookCtx:
     prefix_ids: list[int]
     tail_ids: list[int]
     trie: TokenTrie
+    query_label: str = QUERY_LABEL  # "Question" (v1) or "### Query" (paper)
+    passage_label: str = PASSAGE_LABEL
 
     def suffix_ids(self, lm: LM, text: str, label: str, budget: int) -> list[int]:
         head = lm.encode(f"{label}: {' '.join(text.split())}")
@@ -59,11 +59,11 @@ class BookCtx:
         return head[:room] + self.tail_ids
 
 
-def _template(with_toc: bool, identifiers: str) -> PromptTemplate:
+def _task(with_toc: bool, identifiers: str) -> str:
     if with_toc:
-        return PromptTemplate(STAIR_INSTRUCTION, with_toc=True)
-    instruction = DSI_SEMANTIC_INSTRUCTION if identifiers == "semantic" else DSI_INSTRUCTION
-    return PromptTemplate(instruction, with_toc=False)
+        return "stair"
+    # Codes (cluster paths or opaque numbers) get the "write its code" instruction.
+    return "dsi-semantic" if identifiers in ("semantic", "atomic") else "dsi"
 
 
 def _semantic_identifiers(dataset: Dataset, book_id: str, cfg: GenRetConfig, seed: int) -> dict:
@@ -79,7 +79,9 @@ def _semantic_identifiers(dataset: Dataset, book_id: str, cfg: GenRetConfig, see
 def book_context(
     lm: LM, dataset: Dataset, book_id: str, cfg: GenRetConfig, *, with_toc: bool, seed: int
 ) -> BookCtx:
-    """The prompt halves, identifiers (title paths or semantic ids) and trie of one book."""
+    """The prompt halves, identifiers (the layout's leaf strings or semantic ids) and trie of
+    one book."""
+    layout = get_layout(cfg.prompt_layout)
     nodes = dataset.toc(book_id)
     if not nodes:
         raise SearchTomeError(f"{dataset.root}: book {book_id!r} has no ToC nodes")
@@ -87,17 +89,22 @@ def book_context(
     if cfg.identifiers == "semantic":
         idents = _semantic_identifiers(dataset, book_id, cfg, seed)
         index = IdentifierIndex(book_id, idents)
+    elif cfg.identifiers == "atomic":
+        # One opaque number per leaf in document order, as the original DSI's atomic docids
+        # (a number says nothing about the section; only training ties it to one).
+        idents = {x.leaf_id: str(i) for i, x in enumerate(dataset.leaves(book_id), 1)}
+        index = IdentifierIndex(book_id, idents)
     else:
-        idents = {k: v for k, v in leaf_identifiers(nodes).items() if k in leaf_ids}
-        index = IdentifierIndex.for_book(nodes, idents)
+        idents = {k: v for k, v in layout.leaf_identifiers(nodes).items() if k in leaf_ids}
+        index = layout.index(nodes, idents)
     missing = leaf_ids - set(idents)
     if missing:
         raise SearchTomeError(
             f"{dataset.root}: leaves {sorted(missing)[:3]} of {book_id!r} are not ToC leaves"
         )
     title = dataset.books[book_id].book.title
-    prefix, pattern = _template(with_toc, cfg.identifiers).split(
-        lm.tokenizer, title, serialize_toc(nodes)
+    prefix, pattern = layout.template(_task(with_toc, cfg.identifiers)).split(
+        lm.tokenizer, title, layout.toc_text(nodes)
     )
     tail = pattern.split("{text}", 1)[1].replace("{{", "{").replace("}}", "}")
     trie = TokenTrie({lid: [*lm.encode(s), lm.eos_id] for lid, s in idents.items()}, lm.eos_id)
@@ -109,4 +116,14 @@ def book_context(
             trie.max_length,
             cfg.max_output_tokens,
         )
-    return BookCtx(book_id, title, idents, index, lm.encode(prefix), lm.encode(tail), trie)
+    return BookCtx(
+        book_id,
+        title,
+        idents,
+        index,
+        lm.encode(prefix),
+        lm.encode(tail),
+        trie,
+        query_label=layout.query_label,
+        passage_label=layout.passage_label,
+    )

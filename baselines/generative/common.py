@@ -1,5 +1,9 @@
 """What the generative baselines (STAIR, DSI, zero-shot LLM) share that needs no torch.
 
+The ToC text, identifiers and prompts below are the ``v1`` prompt layout's; the default layout,
+the paper's (numbered ToC lines, ``leaf`` lines as identifiers), and the choice between the two
+are in :mod:`.layouts`.
+
 **ToC serialization** (:func:`serialize_toc`) — every node of the book's ToC, one per line, in
 document order, indented two spaces per level below the top, each line ``- `` + the title
 on one line (:func:`searchtome.titles.clean_title`)::
@@ -17,7 +21,7 @@ document order, so identifiers are unique within a book. DSI may use semantic id
 
 **Output matching** (:class:`IdentifierIndex`) — a generated string becomes a leaf id when it is
 a leaf identifier; the id of a non-leaf node when it is that node's title path (a "non-leaf"
-output); otherwise an id that exists nowhere, ``{book}/invalid-{n}`` (an "invalid" output).
+output); otherwise an id that exists nowhere, ``{book}/invalid-{hash of the text}`` (an "invalid" output).
 Nothing is dropped, so the scorer counts both kinds.
 
 **Token trie** (:class:`TokenTrie`) — the token sequences of a book's identifiers (each ending
@@ -31,6 +35,7 @@ tokenized separately and concatenated, in training and at inference alike.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -159,6 +164,8 @@ class IdentifierIndex:
     identifiers: Mapping[str, str]  # leaf id → identifier
     node_paths: Mapping[str, str] = field(default_factory=dict)  # non-leaf node id → title path
     leaf_titles: Mapping[str, str] = field(default_factory=dict)  # leaf id → title
+    # Other spellings → leaf or node id (a layout's variants); identifiers and paths win.
+    aliases: Mapping[str, str] = field(default_factory=dict)
     _exact: dict[str, str] = field(init=False, default_factory=dict)
     _paths: dict[str, str] = field(init=False, default_factory=dict)
     _titles: dict[str, list[str]] = field(init=False, default_factory=dict)
@@ -170,6 +177,8 @@ class IdentifierIndex:
             self._paths.setdefault(_norm_path(path), nid)
         for lid, text in self.identifiers.items():  # leaves win over nodes on equal paths
             self._paths[_norm_path(text)] = lid
+        for text, item in self.aliases.items():
+            self._paths.setdefault(_norm_path(text), item)
         for lid, title in self.leaf_titles.items():
             self._titles.setdefault(_norm_path(title), []).append(lid)
 
@@ -188,10 +197,15 @@ class IdentifierIndex:
         )
 
     def invalid_id(self, text: str) -> str:
-        """A stable id that exists nowhere, one per distinct unmatched string."""
+        """A stable id that exists nowhere, one per distinct unmatched string.
+
+        Derived from the string itself, not from the order strings were met in: the same
+        answer gets the same id whichever process, batch or resumed run decoded it.
+        """
         key = _norm(text)
         if key not in self._invalid:
-            self._invalid[key] = f"{self.book_id}/{INVALID_MARK}-{len(self._invalid) + 1}"
+            digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
+            self._invalid[key] = f"{self.book_id}/{INVALID_MARK}-{digest}"
         return self._invalid[key]
 
     def match(self, text: str, *, lenient: bool = False) -> tuple[str, str]:
@@ -364,12 +378,16 @@ class PromptTemplate:
                 [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
             )
         else:
-            rendered = f"{user}\nAnswer: "
+            rendered = self.plain_text(tokenizer, user)
         if rendered.count(_SLOT) != 1:
             raise SearchTomeError("the chat template does not keep the user message intact")
         prefix, tail = rendered.split(_SLOT)
         tail = tail.replace("{", "{{").replace("}", "}}")
         return prefix, "{label}: {text}" + tail
+
+    def plain_text(self, tokenizer: Any, user: str) -> str:
+        """The prompt for a model without a chat template (or a template that uses none)."""
+        return f"{user}\nAnswer: "
 
     @staticmethod
     def suffix(pattern: str, text: str, label: str = QUERY_LABEL) -> str:

@@ -11,12 +11,13 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from searchtome.baselines.generative.common import LORA_TARGETS
+from searchtome.baselines.generative.layouts import PROMPT_LAYOUTS
 
 from searchtome.errors import SearchTomeError, unknown_name
 
 DECODERS: tuple[str, ...] = ("beam", "exact", "free")
 DEV_DECODERS: tuple[str, ...] = ("greedy", "beam", "exact")
-IDENTIFIERS: tuple[str, ...] = ("path", "semantic")
+IDENTIFIERS: tuple[str, ...] = ("path", "atomic", "semantic")
 RESTRICTED: tuple[str, ...] = ("refuse", "exclude", "allow")
 RESTRICTION = "no-llm-training"
 
@@ -39,9 +40,18 @@ class GenRetConfig:
     """Settings shared by STAIR and DSI; defaults are the CPU settings (see docs/llm-baselines.md)."""
 
     model: str = "smollm2"
-    dtype: str = "auto"  # float32 on CPU, bfloat16 on GPU
+    # auto: bfloat16 on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX), else float32
+    # (engine.pick_dtype). bf16 kernels round differently between CPU families; float32 is the
+    # setting for comparing runs across machines.
+    dtype: str = "auto"
     device: str = "auto"
-    threads: int = 0  # torch intra-op threads; 0 = torch's default
+    threads: int = 0  # torch intra-op threads; 0 = from the CPUs and load (searchtome.threads)
+    # The paper's Table 2 layout (numbered ToC lines, the leaf line as output) or "v1" (chat
+    # template, indented ToC, title paths); see layouts.py.
+    prompt_layout: str = "paper"
+    # What the model writes for a leaf: "path", the layout's leaf string (leaf line or title
+    # path); "atomic", one opaque number per leaf (the original DSI's atomic docids); "semantic",
+    # hierarchical k-means codes of leaf embeddings (common.semantic_ids).
     identifiers: str = "path"
     semantic_k: int = 10
     semantic_c: int = 100
@@ -77,7 +87,8 @@ class GenRetConfig:
     dev_decode: str = "greedy"
     # inference
     decode: str = "beam"
-    num_beams: int = 3
+    # Ten beams: a ranking ten deep, so R@5 and RR@10 read real ranks (3 beams made R@5 = R@3).
+    num_beams: int = 10
     length_penalty: float = 0.0
     query_batch: int = 32
     cache_adapters: bool = True
@@ -87,6 +98,7 @@ class GenRetConfig:
             ("decode", self.decode, DECODERS),
             ("dev_decode", self.dev_decode, DEV_DECODERS),
             ("identifiers", self.identifiers, IDENTIFIERS),
+            ("prompt_layout", self.prompt_layout, PROMPT_LAYOUTS),
             ("restricted", self.restricted, RESTRICTED),
         ):
             if value not in choices:

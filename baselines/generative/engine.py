@@ -48,12 +48,9 @@ def pick_device(device: str = "auto") -> torch.device:
 
 def cpu_has_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX); Linux only."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            flags = next((line for line in fh if line.startswith("flags")), "")
-    except OSError:
-        return False
-    return bool({"avx512_bf16", "amx_bf16"} & set(flags.split()))
+    from searchtome.hardware import native_bf16
+
+    return native_bf16()
 
 
 def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:

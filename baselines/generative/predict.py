@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from searchtome.baselines.generative.common import QUERY_LABEL
-
 from searchtome.records import Query
 from searchtome.settings import progress
 
@@ -134,7 +132,7 @@ class Predictor:
             for lo in range(0, len(items), batch):
                 part = items[lo : lo + batch]
                 suffixes = [
-                    book.suffix_ids(self.lm, q.text, QUERY_LABEL, cfg.max_input_tokens)
+                    book.suffix_ids(self.lm, q.text, book.query_label, cfg.max_input_tokens)
                     for q in part
                 ]
                 decoded = decode_queries(

@@ -16,7 +16,6 @@ decoders (:mod:`.predict`):
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from searchtome.baselines.generative.adapters import adapter_meta, training_books, tune_adapter
 from searchtome.baselines.generative.books import book_context
 from searchtome.baselines.generative.config import GenRetConfig
+from searchtome.baselines.generative.parallel import distributed, from_main, run_sharded, start
 from searchtome.baselines.generative.predict import (
     Decoded,
     Predictor,
@@ -70,6 +70,7 @@ def run_generative(
     }
     notes: dict[str, Any] = {
         "models": [cfg.model],
+        "dtype": str(lm.dtype).removeprefix("torch."),  # what dtype=auto resolved to
         "decode": cfg.decode,
         "prompt_prefix_tokens": {b: len(c.prefix_ids) for b, c in books.items()},
     }
@@ -86,6 +87,8 @@ def run_generative(
         frozen_prefix, adapter_key = tuned.frozen_prefix, tuned.key
         notes.update(tuned.notes())
     notes["setup_and_train_wall_s"] = round(time.perf_counter() - t0, 1)
+    if distributed()[1] > 1:
+        notes["processes"] = distributed()[1]
 
     t1 = time.perf_counter()
     key = _predictions_key(
@@ -115,13 +118,10 @@ def _load_model(cfg: GenRetConfig, seed: int) -> LM:
     import torch
     from searchtome.baselines.generative.engine import load_lm
 
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
-    device = cfg.device
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        from accelerate import PartialState
+    from searchtome.threads import use_torch_threads
 
-        device = str(PartialState().device)
+    device = start(cfg.device)  # joins the process group under `accelerate launch`
+    use_torch_threads(cfg.threads)  # training and prediction both run with this count
     torch.manual_seed(seed)
     return load_lm(cfg.model, dtype=cfg.dtype, device=device)
 
@@ -164,20 +164,37 @@ def _predict(
     partial: Path,
     desc: str,
 ) -> dict[str, Decoded]:
-    """Decode every query; finished batches are appended to ``partial``, read back on resume."""
-    from searchtome.baselines.generative.train import distributed
+    """Decode every query; finished batches are appended to ``partial``, read back on resume.
 
-    done = read_partial(partial)
+    Under several processes rank 0 reads what earlier runs decoded (every rank's partial file)
+    and hands it to all; each rank decodes its share of the rest, appends it to its own partial
+    file and ends with every answer.
+    """
+    rank, _ = distributed()
+    done = from_main(_read_partials(partial) if rank == 0 else {})
     if done:
         log.info(
             "resuming: %d of %d queries already decoded (%s)", len(done), len(queries), partial
         )
     lm.model.eval()
-    return predictor.run(
-        queries,
-        mode=cfg.decode,
-        num_beams=cfg.num_beams,
-        desc=desc,
-        done=done,
-        on_batch=(lambda rows: append_partial(partial, rows)) if distributed()[0] == 0 else None,
+    mine = partial if rank == 0 else partial.with_name(f"{partial.stem}.rank{rank}.jsonl")
+    todo = [q for q in queries if q.query_id not in done]
+    new = run_sharded(
+        todo,
+        lambda part: predictor.run(
+            part,
+            mode=cfg.decode,
+            num_beams=cfg.num_beams,
+            desc=desc,
+            on_batch=lambda rows: append_partial(mine, rows),
+        ),
     )
+    return {**done, **new}
+
+
+def _read_partials(partial: Path) -> dict[str, Decoded]:
+    """What a run (of one or several processes) with these inputs already decoded."""
+    done = read_partial(partial)
+    for other in sorted(partial.parent.glob(f"{partial.stem}.rank*.jsonl")):
+        done.update(read_partial(other))
+    return done

@@ -14,18 +14,22 @@
   improvement; the best adapter is kept.
 * Resumable: after every epoch the adapter, optimizer, scheduler and RNG states go to
   ``state.pt`` in the run's work folder (atomically); a rerun continues from there.
-* Several GPUs: launch with ``accelerate launch``; each process takes every N-th batch and the
-  LoRA gradients are averaged across processes before each optimizer step.
+* Several processes (``accelerate launch --multi_gpu``, :mod:`.parallel`): each takes every N-th
+  batch (padded so that all take the same number of steps) and the LoRA gradients are averaged
+  across processes before each optimizer step, which is a one-process run with ``grad_accum``
+  × N. Rank 0 alone writes the per-epoch state; every rank resumes from it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,7 @@ from typing import Any
 import torch
 from searchtome.baselines.generative.common import LORA_TARGETS
 from searchtome.baselines.generative.engine import LM, PrefixKV, TreeCache
+from searchtome.baselines.generative.parallel import distributed, same_everywhere
 
 from searchtome.errors import SearchTomeError
 from searchtome.settings import progress
@@ -93,6 +98,20 @@ class TrainReport:
         return dict(self.__dict__)
 
 
+@contextlib.contextmanager
+def quiet_peft() -> Iterator[None]:
+    """Silence the one FutureWarning peft triggers on every wrap, and nothing else.
+
+    peft reads ``model.is_gradient_checkpointing``, which transformers deprecated in favour of
+    ``is_activation_checkpointing``; the warning is about peft's code, not ours or the user's.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning
+        )
+        yield
+
+
 def attach_lora(lm: LM, lora: LoraSettings, seed: int) -> None:
     """Wrap the model with a fresh LoRA adapter (initialised from ``seed``)."""
     from peft import LoraConfig, get_peft_model
@@ -120,7 +139,8 @@ def attach_lora(lm: LM, lora: LoraSettings, seed: int) -> None:
         bias="none",
         task_type="CAUSAL_LM",
     )
-    lm.peft = get_peft_model(lm.model, config)
+    with quiet_peft():
+        lm.peft = get_peft_model(lm.model, config)
     lm.model = lm.peft.get_base_model()
     lm.model.eval()  # the new LoRA dropout modules start in training mode
 
@@ -128,7 +148,8 @@ def attach_lora(lm: LM, lora: LoraSettings, seed: int) -> None:
 def load_adapter(lm: LM, path: Path) -> None:
     from peft import PeftModel
 
-    lm.peft = PeftModel.from_pretrained(lm.model, str(path))
+    with quiet_peft():
+        lm.peft = PeftModel.from_pretrained(lm.model, str(path))
     lm.model = lm.peft.get_base_model()
     lm.model.eval()
 
@@ -230,11 +251,20 @@ def _batches(
     return batches
 
 
-def distributed() -> tuple[int, int]:
-    """``(rank, world size)`` of this process; ``(0, 1)`` outside ``accelerate launch``."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
+def average_gradients(params: Sequence[torch.nn.Parameter], world: int) -> None:
+    """Replace every gradient by its mean over the ``world`` processes, in one all-reduce.
+
+    A rank whose accumulation window held no batch (the batches do not divide evenly) has no
+    gradients; it contributes zeros, so every rank still joins the same collective.
+    """
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    torch.distributed.all_reduce(flat)
+    flat /= world
+    offset = 0
+    for p, g in zip(params, grads, strict=True):
+        p.grad = flat[offset : offset + g.numel()].view_as(g).clone()
+        offset += g.numel()
 
 
 @dataclass
@@ -260,10 +290,7 @@ class _Optimizer:
     def step(self, max_grad_norm: float, world: int) -> None:
         """Average the gradients across processes, clip them, step and clear them."""
         if world > 1:
-            for p in self.params:
-                if p.grad is not None:
-                    torch.distributed.all_reduce(p.grad)
-                    p.grad /= world
+            average_gradients(self.params, world)
         torch.nn.utils.clip_grad_norm_(self.params, max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
@@ -333,9 +360,19 @@ def _resume(path: Path, lm: LM, opt: _Optimizer) -> _Selection:
     return sel
 
 
+def rank_batches(
+    batches: Sequence[list[Example]], rank: int, world: int
+) -> list[list[Example] | None]:
+    """Every ``world``-th batch from ``rank`` on, padded with ``None`` to the same count on
+    every rank: ranks must take the same number of optimizer steps (each one all-reduces), and
+    a ``None`` adds no gradient, as a one-process run's short last accumulation window would."""
+    mine: list[list[Example] | None] = list(batches[rank::world])
+    return mine + [None] * (math.ceil(len(batches) / world) - len(mine))
+
+
 def _train_epoch(
     lm: LM,
-    batches: Sequence[list[Example]],
+    batches: Sequence[list[Example] | None],
     prefixes: Mapping[str, Sequence[int]],
     frozen: Mapping[str, PrefixKV],
     settings: TrainSettings,
@@ -345,25 +382,30 @@ def _train_epoch(
     report: TrainReport,
     desc: str,
 ) -> float:
-    """One pass over this process's batches; the mean token loss."""
+    """One pass over this process's batches; the mean token loss over all processes."""
     total_loss, total_tokens = 0.0, 0
     opt.optimizer.zero_grad(set_to_none=True)
     bar = progress(batches, desc=desc, unit="batch", leave=False)
     for i, batch in enumerate(bar, 1):
-        loss, n = batch_loss_backward(
-            lm,
-            batch,
-            prefixes[batch[0].book_id],
-            frozen.get(batch[0].book_id),
-            pack=settings.pack,
-            group=settings.group,
-            scale=1.0 / settings.grad_accum,
-        )
-        total_loss += loss * n
-        total_tokens += n
+        if batch is not None:
+            loss, n = batch_loss_backward(
+                lm,
+                batch,
+                prefixes[batch[0].book_id],
+                frozen.get(batch[0].book_id),
+                pack=settings.pack,
+                group=settings.group,
+                scale=1.0 / settings.grad_accum,
+            )
+            total_loss += loss * n
+            total_tokens += n
         if i % settings.grad_accum == 0 or i == len(batches):
             opt.step(settings.max_grad_norm, world)
             report.steps += 1
+    if world > 1:  # every rank reports the same figure, the one a single process would
+        sums = torch.tensor([total_loss, total_tokens], dtype=torch.float64, device=lm.device)
+        torch.distributed.all_reduce(sums)
+        total_loss, total_tokens = float(sums[0]), int(sums[1])
     return total_loss / max(total_tokens, 1)
 
 
@@ -400,6 +442,8 @@ def train(
     state_path = work_dir / STATE_FILE
     sel = _resume(state_path, lm, opt) if state_path.is_file() else _Selection()
     report = sel.report
+    # Rank 0 alone writes the state; every rank must have read the same one.
+    same_everywhere(report.epochs, f"the epoch to resume after ({state_path})")
     start_epoch = settings.max_epochs + 1 if report.stopped else report.epochs + 1
     began = time.perf_counter() - report.seconds
     for epoch in range(start_epoch, settings.max_epochs + 1):
@@ -407,7 +451,7 @@ def train(
         batches = _batches(examples, settings.batch_size, random.Random(seed * 100003 + epoch))
         train_loss = _train_epoch(
             lm,
-            batches[rank::world],
+            rank_batches(batches, rank, world),
             prefixes,
             frozen,
             settings,

@@ -9,7 +9,9 @@ The paper's "Mistral out of the box" and "Claude Haiku" rows. Two backends:
   ``searchtome.llm.client``; ``base_url`` (or ``OPENAI_BASE_URL``), key from ``OPENAI_API_KEY``.
   Replies are cached in SQLite, so an interrupted run resumes without asking again.
 
-The reply is parsed leniently: one candidate per line (bullets, numbering and quotes stripped,
+The prompt follows ``prompt_layout`` (:mod:`.layouts`): by default the paper's (numbered ToC
+lines, ``leaf`` lines to name), as one chat message; ``v1`` is the earlier layout. The reply is
+parsed leniently: one candidate per line (bullets, numbering and quotes stripped,
 a leaf title alone or a path suffix accepted when exactly one leaf has it), up to
 ``num_candidates`` of them. A candidate naming a non-leaf ToC node becomes that node's id, one
 naming nothing becomes an invalid id, so the scorer counts both (nothing is dropped). Lines that
@@ -25,13 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from searchtome.baselines.generative.common import (
-    ZEROSHOT_INSTRUCTION,
-    IdentifierIndex,
-    PromptTemplate,
-    model_fingerprint,
-    serialize_toc,
-)
+from searchtome.baselines.generative.common import IdentifierIndex, model_fingerprint
+from searchtome.baselines.generative.layouts import PROMPT_LAYOUTS, Layout, get_layout
 from searchtome.baselines.registry import RunContext, register
 
 from searchtome.errors import SearchTomeError, unknown_name
@@ -59,12 +56,13 @@ class ZeroShotConfig:
     concurrency: int = 8
     dtype: str = "auto"
     device: str = "auto"
-    threads: int = 0
+    threads: int = 0  # local backend: 0 = from the CPUs and load (searchtome.threads)
     num_candidates: int = 3
     max_new_tokens: int = 96
     temperature: float = 0.0
     query_batch: int = 16
     max_input_tokens: int = 14000
+    prompt_layout: str = "paper"  # or "v1" (see layouts.py)
 
     @property
     def free_form(self) -> bool:
@@ -76,6 +74,8 @@ class ZeroShotConfig:
             raise unknown_name("backend", self.backend, BACKENDS)
         if self.num_candidates < 1:
             raise SearchTomeError("num_candidates must be at least 1")
+        if self.prompt_layout not in PROMPT_LAYOUTS:
+            raise unknown_name("prompt_layout", self.prompt_layout, PROMPT_LAYOUTS)
 
 
 def parse_reply(text: str, index: IdentifierIndex, n: int) -> tuple[list[str], list[str]]:
@@ -98,21 +98,23 @@ def parse_reply(text: str, index: IdentifierIndex, n: int) -> tuple[list[str], l
     return ids, kinds
 
 
-def _prompt_user_text(title: str, toc_text: str, query: str) -> str:
-    return PromptTemplate(ZEROSHOT_INSTRUCTION).user_text(
-        title, toc_text, f"Question: {clean_title(query)}"
+def _prompt_user_text(layout: Layout, title: str, toc_text: str, query: str) -> str:
+    return layout.template("zeroshot").user_text(
+        title, toc_text, f"{layout.query_label}: {clean_title(query)}"
     )
 
 
-def _messages(dataset: Dataset, queries: Sequence[Any]) -> dict[str, tuple[dict[str, str], ...]]:
+def _messages(
+    dataset: Dataset, queries: Sequence[Any], layout: Layout
+) -> dict[str, tuple[dict[str, str], ...]]:
     """The one-message chat of every query (the book's ToC serialized once per book)."""
-    tocs = {b: serialize_toc(dataset.toc(b)) for b in {q.book_id for q in queries}}
+    tocs = {b: layout.toc_text(dataset.toc(b)) for b in {q.book_id for q in queries}}
     return {
         q.query_id: (
             {
                 "role": "user",
                 "content": _prompt_user_text(
-                    dataset.books[q.book_id].book.title, tocs[q.book_id], q.text
+                    layout, dataset.books[q.book_id].book.title, tocs[q.book_id], q.text
                 ),
             },
         )
@@ -141,11 +143,11 @@ def _replies_local(
     The replies go to the same SQLite cache as the endpoint backend's, keyed by the model's
     fingerprint, the prompt and the decoding settings, so a killed run resumes where it stopped.
     """
-    import torch
     from searchtome.baselines.generative.beam import beam_search
     from searchtome.baselines.generative.engine import decode_text, load_lm
 
     from searchtome.llm.cache import CacheKey, ResponseCache
+    from searchtome.threads import use_torch_threads
 
     model_id = stable_hash(model_fingerprint(cfg.model))[:20]
     sampling = {
@@ -155,10 +157,11 @@ def _replies_local(
         "dtype": cfg.dtype,
         "device": cfg.device,
     }
-    template = PromptTemplate(ZEROSHOT_INSTRUCTION)
+    layout = get_layout(cfg.prompt_layout)
+    template = layout.template("zeroshot")
     keys = {
         qid: CacheKey("in-process", model_id, PROMPT_VERSION, sampling, messages)
-        for qid, messages in _messages(dataset, queries).items()
+        for qid, messages in _messages(dataset, queries, layout).items()
     }
     with ResponseCache(ctx.cache_dir / "responses.sqlite") as cache:
         out, todo_ids = _split_cached(cache, keys)
@@ -169,16 +172,18 @@ def _replies_local(
             log.info("resuming: %d of %d replies cached", len(out), len(queries))
         waiting = set(todo_ids)
         todo = [q for q in queries if q.query_id in waiting]
-        if cfg.threads > 0:
-            torch.set_num_threads(cfg.threads)
+        use_torch_threads(cfg.threads)
         lm = load_lm(cfg.model, dtype=cfg.dtype, device=cfg.device)
+        facts["dtype"] = str(lm.dtype).removeprefix("torch.")  # what dtype=auto resolved to
         by_book: dict[str, list[Any]] = {}
         for q in todo:
             by_book.setdefault(q.book_id, []).append(q)
         bar = progress(total=len(todo), desc="zero-shot", unit="query")
         for book_id in sorted(by_book):
             prefix, pattern = template.split(
-                lm.tokenizer, dataset.books[book_id].book.title, serialize_toc(dataset.toc(book_id))
+                lm.tokenizer,
+                dataset.books[book_id].book.title,
+                layout.toc_text(dataset.toc(book_id)),
             )
             prefix_ids = lm.encode(prefix)
             tail = lm.encode(pattern.split("{text}", 1)[1].replace("{{", "{").replace("}}", "}"))
@@ -193,7 +198,8 @@ def _replies_local(
             for lo in range(0, len(items), cfg.query_batch):
                 part = items[lo : lo + cfg.query_batch]
                 suffixes = [
-                    lm.encode(f"Question: {clean_title(q.text)}")[:room] + tail for q in part
+                    lm.encode(f"{layout.query_label}: {clean_title(q.text)}")[:room] + tail
+                    for q in part
                 ]
                 results = beam_search(
                     lm,
@@ -224,7 +230,7 @@ def _replies_endpoint(
         sampling=SamplingParams(temperature=cfg.temperature, max_tokens=cfg.max_new_tokens),
     )
     client_cfg.validate()
-    messages = _messages(dataset, queries)
+    messages = _messages(dataset, queries, get_layout(cfg.prompt_layout))
     keys = {
         qid: CacheKey(
             client_cfg.host,
@@ -281,7 +287,8 @@ def run_zeroshot(dataset: Dataset, split: str, config: ZeroShotConfig, ctx: RunC
     else:
         replies, extra = _replies_endpoint(dataset, queries, config, ctx)
     notes.update(extra)
-    indexes = {b: IdentifierIndex.for_book(dataset.toc(b)) for b in {q.book_id for q in queries}}
+    layout = get_layout(config.prompt_layout)
+    indexes = {b: layout.index(dataset.toc(b)) for b in {q.book_id for q in queries}}
     rankings: dict[str, tuple[str, ...]] = {}
     counts = {"leaf": 0, "non-leaf": 0, "invalid": 0, "empty": 0}
     for q in queries:

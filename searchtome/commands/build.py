@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from searchtome.config import field_default
-from searchtome.generate.options import BuildOptions
-from searchtome.generate.questions import DEFAULT_PROMPT, FEWSHOT_PROMPT, STRICTNESS
+from searchtome.generate.options import LOCAL_DEFAULTS, REMOTE_DEFAULTS, BuildOptions
+from searchtome.generate.questions import DEFAULT_PROMPT, FEWSHOT_PROMPT, STRICTNESS, FilterConfig
 from searchtome.generate.splits import RULES
 from searchtome.llm.client import DEFAULT_MODEL
 
 # argparse dest → BuildOptions key (dotted for a filter) where the two differ.
 _RENAMED = {
-    "base_url": "endpoint",
     "no_repair": "repair",
     "no_leaves_in_train": "leaves_in_train",
     "no_card": "card",
@@ -37,6 +36,14 @@ _NEGATED = {"no_repair", "no_leaves_in_train", "no_card"}
 
 def _default(name: str) -> str:
     return f"(default: {field_default(BuildOptions, name)})"
+
+
+def _endpoint_default(what: str, key: str) -> str:
+    """Help naming both defaults, read from the tables the build itself uses."""
+    remote, local = REMOTE_DEFAULTS[key], LOCAL_DEFAULTS[key]
+    if remote == local:
+        return f"{what} (default: {remote}, --endpoint local too)"
+    return f"{what} (default: {remote}; {local} with --endpoint local)"
 
 
 def _parse_books(text: str | None) -> tuple[str, ...] | None:
@@ -81,8 +88,6 @@ def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
             value = not value
         if dest == "split_ratios":
             value = parse_ratios(value) if value else None
-        if dest == "base_url" and "endpoint" in vars(args):
-            continue  # --endpoint wins over its alias
         given[_RENAMED.get(dest, dest)] = value
     if "seed" in given and "split_seed" not in given:
         # --seed also seeds the split; with --settings-from it moves the recorded split too.
@@ -110,6 +115,23 @@ def _command(args: argparse.Namespace) -> int:
     from searchtome.generate.pipeline import build
 
     opts = options_from_args(args)
+    blind = getattr(args, "blind", None)
+    if blind:  # a complete build into scratch, then split into public and private folders
+        from dataclasses import replace
+
+        from searchtome.dataset.blind import blind_release
+
+        held: list[Any] = []
+        release = blind_release(
+            lambda out: held.append(build(replace(opts, out=out))),
+            opts.out,
+            blind,
+            getattr(args, "private", None),
+        )
+        summary = held[0]
+        print(summary.render())
+        print(f"blind {blind} split: {release.n_blind} queries; gold in {release.private}")
+        return 0
     summary = build(opts)
     print(summary.render())
     if args.check_against:
@@ -162,10 +184,17 @@ def _add_generation_options(p: argparse.ArgumentParser) -> None:
     llm = p.add_argument_group("question generation")
     llm.add_argument(
         "--endpoint",
+        action="append",
         metavar="URL|local|cache",
-        help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1), 'local' (SmolLM2-135M served on this machine) or 'cache' (replay the reply cache only); default: $OPENAI_BASE_URL",
+        help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1); repeat it (or separate "
+        "URLs with commas) for replicas of one model: requests go to the least busy, a failing "
+        "one is taken out with back-off; 'local' (SmolLM2-135M served on this machine) or "
+        "'cache' (replay the reply cache only) stand alone; default: $OPENAI_BASE_URL "
+        "(comma-separated for several)",
     )
-    llm.add_argument("--base-url", metavar="URL", help="same as --endpoint URL")
+    llm.add_argument(
+        "--base-url", dest="endpoint", action="append", metavar="URL", help="same as --endpoint"
+    )
     llm.add_argument(
         "--api-key",
         metavar="KEY",
@@ -182,13 +211,13 @@ def _add_generation_options(p: argparse.ArgumentParser) -> None:
         type=_n_questions,
         metavar="N|auto",
         help="questions asked per unit; 'auto' scales 2-10 with unit length "
-        + _default("questions_per_unit"),
+        "(default: auto; 6 with --endpoint local)",
     )
     llm.add_argument(
         "--concurrency",
         type=int,
         metavar="N",
-        help="requests in flight (default: 16; 2 with --endpoint local)",
+        help=_endpoint_default("requests in flight over all endpoints", "concurrency"),
     )
     llm.add_argument(
         "--prompt",
@@ -204,12 +233,10 @@ def _add_generation_options(p: argparse.ArgumentParser) -> None:
         "--no-repair", action="store_true", help="no repair request after an unusable reply"
     )
     llm.add_argument("--temperature", type=float, help=_default("temperature"))
-    llm.add_argument("--top-p", type=float)
-    llm.add_argument("--presence-penalty", type=float)
-    llm.add_argument("--frequency-penalty", type=float)
-    llm.add_argument(
-        "--max-tokens", type=int, help="reply budget (default: 512; 96 with --endpoint local)"
-    )
+    llm.add_argument("--top-p", type=float, help="nucleus sampling (default: the server's)")
+    llm.add_argument("--presence-penalty", type=float, help="(default: the server's)")
+    llm.add_argument("--frequency-penalty", type=float, help="(default: the server's)")
+    llm.add_argument("--max-tokens", type=int, help=_endpoint_default("reply budget", "max_tokens"))
     llm.add_argument("--stop", action="append", metavar="TEXT", help="stop sequence (repeatable)")
     llm.add_argument(
         "--sampling-extra",
@@ -243,8 +270,18 @@ def _add_unit_and_split_options(p: argparse.ArgumentParser) -> None:
         type=int,
         help=f"leave out units shorter than this {_default('unit_drop_below')}",
     )
-    flt.add_argument("--min-question-chars", type=int)
-    flt.add_argument("--max-question-chars", type=int)
+    flt.add_argument(
+        "--min-question-chars",
+        type=int,
+        metavar="N",
+        help=f"drop shorter questions (default: {FilterConfig.min_chars})",
+    )
+    flt.add_argument(
+        "--max-question-chars",
+        type=int,
+        metavar="N",
+        help=f"drop longer questions (default: {FilterConfig.max_chars})",
+    )
     flt.add_argument(
         "--drop-title-leakage",
         action="store_true",
@@ -260,7 +297,8 @@ def _add_unit_and_split_options(p: argparse.ArgumentParser) -> None:
     spl.add_argument(
         "--split-ratios",
         metavar="TRAIN,DEV,TEST",
-        help="default: the paper's 1056,388,1746 (The Whole Child)",
+        help="default: the paper's shares over its 18 books, 62458,24502,103249 "
+        "(32.8/12.9/54.3 %%); with --endpoint local its The Whole Child figures, 1056,388,1746",
     )
     spl.add_argument("--split-seed", type=int, help="default: --seed")
     spl.add_argument(
@@ -316,4 +354,14 @@ def register(subparsers: Any) -> None:
     _add_generation_options(p)
     _add_unit_and_split_options(p)
     _add_output_options(p)
+    p.add_argument(
+        "--blind",
+        metavar="SPLIT",
+        help="write a blind release: SPLIT's gold and units go to --private, ids become opaque",
+    )
+    p.add_argument(
+        "--private",
+        metavar="DIR",
+        help="private folder of a --blind release (default: OUT-private)",
+    )
     p.set_defaults(func=_command)

@@ -55,16 +55,30 @@ def register(subparsers: Any) -> None:
         "after a build, import it elsewhere, then `searchtome build --endpoint cache ...`.",
     )
     csub = c.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
-    e = csub.add_parser("export", help="write every cached reply to one .jsonl.gz file")
-    e.add_argument("file", type=Path, metavar="FILE")
+    db_help = "the reply cache (default: $SEARCHTOME_HOME/llm/responses.sqlite)"
+    e = csub.add_parser(
+        "export",
+        help="write every cached reply to one .jsonl.gz file",
+        description="Write the cached replies to FILE, to publish next to a dataset.",
+    )
+    e.add_argument("file", type=Path, metavar="FILE", help="file to write (.jsonl.gz)")
     e.add_argument("--model", help="only this model's replies")
-    e.add_argument("--cache", type=Path, metavar="DB")
+    e.add_argument("--cache", type=Path, metavar="DB", help=db_help)
     e.set_defaults(func=_export)
-    i = csub.add_parser("import", help="merge an exported file into the cache")
-    i.add_argument("file", type=Path, metavar="FILE")
+    i = csub.add_parser(
+        "import",
+        help="merge an exported file into the cache",
+        description="Add the replies of an exported FILE to the cache; a build then asks the "
+        "LLM nothing it has a reply for.",
+    )
+    i.add_argument("file", type=Path, metavar="FILE", help="a file written by `cache export`")
     i.add_argument("--replace", action="store_true", help="on conflict, take the file's reply")
-    i.add_argument("--cache", type=Path, metavar="DB")
+    i.add_argument("--cache", type=Path, metavar="DB", help=db_help)
     i.set_defaults(func=_import)
-    n = csub.add_parser("info", help="count cached replies by model, endpoint and prompt")
-    n.add_argument("--cache", type=Path, metavar="DB")
+    n = csub.add_parser(
+        "info",
+        help="count cached replies by model, endpoint and prompt",
+        description="Count the cached replies by model, endpoint host and prompt version.",
+    )
+    n.add_argument("--cache", type=Path, metavar="DB", help=db_help)
     n.set_defaults(func=_info)

@@ -6,6 +6,9 @@ import argparse
 
 from searchtome.commands.score import add_source_arguments, load_inputs
 
+# Fewer than `score` reports: each measure adds a family of tests to correct for.
+COMPARE_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -18,9 +21,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("submission", nargs="+", help="submission folders or run files (two or more)")
-    add_source_arguments(p)
+    add_source_arguments(p, COMPARE_MEASURES)
     p.add_argument("--control", help="compare every system with this one only")
-    p.add_argument("--permutations", type=int, default=10_000, metavar="B")
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=10_000,
+        metavar="B",
+        help="random sign flips per test (default: %(default)s)",
+    )
     p.add_argument(
         "--bootstrap",
         type=int,
@@ -28,17 +37,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="bootstrap resamples for the CIs (0: none)",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--correction", choices=("holm", "bh", "none"), default="holm")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the flips and resamples (default: 0)"
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance level of the corrected p-values (default: 0.05; the CIs stay 95%%)",
+    )
+    p.add_argument(
+        "--correction",
+        choices=("holm", "bh", "none"),
+        default="holm",
+        help="multiple-testing correction: Holm-Bonferroni, Benjamini-Hochberg or none "
+        "(default: holm)",
+    )
     p.add_argument(
         "--family",
         choices=("measure", "all"),
         default="measure",
         help="tests corrected together: per measure and level (default) or all at once",
     )
-    p.add_argument("--format", choices=("markdown", "latex", "json"), default="markdown")
-    p.set_defaults(func=_compare, measures_default=("R@1", "R@3", "nDCG@3"))
+    p.add_argument(
+        "--format",
+        choices=("markdown", "latex", "json"),
+        default="markdown",
+        help="(default: markdown)",
+    )
+    p.set_defaults(func=_compare)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -49,7 +76,7 @@ def _compare(args: argparse.Namespace) -> int:
     data, qrels, subs = load_inputs(args)
     if len(subs) < 2:
         raise SearchTomeError("compare needs at least two submissions")
-    measures = args.measures or list(args.measures_default)
+    measures = args.measures or list(COMPARE_MEASURES)
     board = score_runs(subs, data=data, qrels=qrels, split=args.split, measures=measures)
     report = compare(
         board.per_query_arrays(),

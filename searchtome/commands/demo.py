@@ -94,7 +94,7 @@ def _up_to_date(submission: Path, config: Mapping[str, Any], dataset_revision: s
 
 def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) -> Path:
     """Run the demo into ``out``; returns the path of ``index.html``."""
-    from searchtome.baselines.runner import dataset_facts, run_baseline
+    from searchtome.baselines.runner import dataset_facts, portable_path, run_baseline
     from searchtome.config import make_config
     from searchtome.dataset.loader import load
     from searchtome.generate.options import BuildOptions
@@ -132,6 +132,7 @@ def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) 
     dataset = load(out / "data")
 
     revision = dataset_facts(dataset)["revision"]
+    shown_out = portable_path(out, "<OUT>")
     _say(f"[3/4] running {len(profile.baselines)} baselines → {out / 'submissions'}")
     for i, (name, overrides) in enumerate(profile.baselines.items(), 1):
         target = out / "submissions" / name
@@ -146,7 +147,8 @@ def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) 
             split="test",
             out=target,
             overrides=dict(overrides),
-            command=f"searchtome demo{' --quick' if quick else ''} --out {out}",
+            command=f"searchtome demo{' --quick' if quick else ''} --out {shown_out}",
+            force=True,  # the demo's own folder: a stale run in it is the demo's to replace
         )
         times[name] = time.monotonic() - t
         _say(f"  ({i}/{len(profile.baselines)}) {name}: {times[name]:.0f} s")

@@ -30,6 +30,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     repro.add_argument("--book", help="book id when the release holds several")
     repro.add_argument("--domain", help="domain when the book is not in the catalog")
     repro.add_argument("--repository", help="source repository URL to record (default: SOURCE.md)")
+    repro.add_argument(
+        "--blind",
+        metavar="SPLIT",
+        help="write a blind release: SPLIT's gold and units go to --private, ids become opaque",
+    )
+    repro.add_argument(
+        "--private",
+        metavar="DIR",
+        help="private folder of a --blind release (default: OUT-private)",
+    )
     repro.set_defaults(func=_run_repro)
 
 
@@ -37,9 +47,23 @@ def _run_repro(args: argparse.Namespace) -> int:
     # Imported here so that `searchtome --help` does not load pyarrow.
     from searchtome.dataset.repro import import_repro
 
-    result = import_repro(
-        args.src, args.out, book=args.book, domain=args.domain, repository=args.repository
-    )
+    def write(out: object) -> object:
+        return import_repro(
+            args.src, out, book=args.book, domain=args.domain, repository=args.repository
+        )
+
+    if args.blind:
+        from searchtome.dataset.blind import blind_release
+
+        holder: list = []
+        blind = blind_release(
+            lambda out: holder.append(write(out)), args.out, args.blind, args.private
+        )
+        result = holder[0]
+        result.out_dir = blind.public
+        print(f"blind {blind.split} split: {blind.n_blind} queries; gold in {blind.private}")
+    else:
+        result = write(args.out)
     qs = ", ".join(f"{s} {n}" for s, n in result.queries.items())
     print(
         f"{result.out_dir}: {result.book_id}: {result.n_nodes} ToC nodes, {result.n_leaves} "

@@ -15,13 +15,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--data", required=True, help="dataset folder or hf://ORG/NAME[@REV]")
+    p.add_argument(
+        "--qrels",
+        metavar="PRIVATE",
+        help="private folder of a blind release: its held-back split is scored (runs in that "
+        "release's public query ids)",
+    )
     p.add_argument("--submissions", required=True, help="folder holding one folder per submission")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--split", default="test")
-    p.add_argument("--permutations", type=int, default=10_000, metavar="B")
-    p.add_argument("--bootstrap", type=int, default=2_000, metavar="N")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--split", default="test", help="split to score (default: test)")
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=10_000,
+        metavar="B",
+        help="random sign flips per significance test (default: %(default)s)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2_000,
+        metavar="N",
+        help="paired-bootstrap resamples for the confidence intervals (default: %(default)s)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the flips and resamples (default: 0)"
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance level of the Holm-corrected p-values (default: 0.05; CIs stay 95%%)",
+    )
+    p.add_argument(
+        "--pair",
+        nargs=2,
+        metavar=("A", "B"),
+        default=["stair", "dsi"],
+        help="systems whose R@1 difference is tested per training-question bucket and on rare "
+        "leaves (default: stair dsi; skipped with a note when either is missing)",
+    )
+    p.add_argument("--no-pair", action="store_true", help="leave the A - B analysis out")
     p.add_argument(
         "--check", metavar="EXPECTED.json", help="compare scores with recorded expectations"
     )
@@ -39,8 +73,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _leaderboard(args: argparse.Namespace) -> int:
     from searchtome.leaderboard.build import build_leaderboard
 
+    data = args.data
+    if args.qrels:
+        from searchtome.dataset.blind import with_private
+        from searchtome.dataset.loader import load
+
+        data = with_private(load(args.data), args.qrels)
     result = build_leaderboard(
-        args.data,
+        data,
         args.submissions,
         args.out,
         split=args.split,
@@ -49,6 +89,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
         seed=args.seed,
         alpha=args.alpha,
         check=args.check,
+        pair=None if args.no_pair else (args.pair[0], args.pair[1]),
     )
     result.print_main_table()
     for report in result.rejected:

@@ -49,10 +49,24 @@ def _run_publish(args: argparse.Namespace) -> int:
         commit_message=args.message,
     )
     print(result.plan.render(dry_run=args.dry_run))
-    if not args.dry_run:
+    if args.dry_run:
+        print(_token_line())
+    else:
         print(f"committed: {result.pr_url or result.commit_url}")
         if result.tag:
             print(
                 f"tagged: {result.tag} → load with searchtome.load('hf://{args.repo}@{result.tag}')"
             )
     return 0
+
+
+def _token_line() -> str:
+    """Whether a real publish would find a token (read locally: env and login cache; never shown)."""
+    from huggingface_hub import get_token
+
+    if get_token():
+        return "token: found (HF_TOKEN or the login cache); not shown"
+    return (
+        "token: none set; the real publish would stop here: set HF_TOKEN or log in once "
+        "with `hf auth login`"
+    )

@@ -26,13 +26,21 @@ def add_common_options(p: argparse.ArgumentParser, default_split: str) -> None:
     p.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
 
 
+_PLACEHOLDERS = ("<DATA>", "<CONFIG>", "<OUT>")
+
+
 def _command_line(args: argparse.Namespace) -> str:
-    # Rebuilt from the parsed options (canonical, and right however main() was called).
-    parts = ["searchtome", "run", args.name, "--data", args.data, "--split", args.split]
+    # Rebuilt from the parsed options (canonical, and right however main() was called); paths
+    # are recorded relative to the current folder or as <DATA>/<CONFIG>/<OUT>, never as an
+    # absolute path of this machine.
+    from searchtome.baselines.runner import portable_path
+
+    data = portable_path(args.data, "<DATA>")
+    parts = ["searchtome", "run", args.name, "--data", data, "--split", args.split]
     if args.config:
-        parts += ["--config", args.config]
+        parts += ["--config", portable_path(args.config, "<CONFIG>")]
     if args.out:
-        parts += ["--out", args.out]
+        parts += ["--out", portable_path(args.out, "<OUT>")]
     if args.system:
         parts += ["--name", args.system]
     for item in args.set:
@@ -42,7 +50,8 @@ def _command_line(args: argparse.Namespace) -> str:
         parts += ["--depth", str(args.depth)]
     if args.gzip:
         parts.append("--gzip")
-    return " ".join(shlex.quote(p) for p in parts)
+    # Placeholders stay bare: they are to be replaced, not run as they are.
+    return " ".join(p if p in _PLACEHOLDERS else shlex.quote(p) for p in parts)
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -60,9 +69,16 @@ def _command(args: argparse.Namespace) -> int:
         system=args.system,
         depth=args.depth,
         compress=args.gzip,
+        force=args.force,
     )
-    print(path)
+    print(f"wrote {path}/")
     return 0
+
+
+# Kept equal to searchtome.baselines.runner.RUNS_DIR (tests/baselines/test_baselines_runner.py
+# checks it);
+# not imported, so that building the parser stays cheap.
+RUNS_DIR = "runs"
 
 
 def register(subparsers: Any) -> None:
@@ -72,7 +88,16 @@ def register(subparsers: Any) -> None:
         description="Run a named baseline on a dataset split and write predictions.jsonl + meta.json.",
     )
     add_common_options(p, "test")
-    p.add_argument("--out", help="submission folder (default submissions/NAME)")
+    p.add_argument(
+        "--out",
+        help=f"submission folder (default {RUNS_DIR}/NAME in the current folder); a folder "
+        "holding another run, such as a committed submissions/NAME, is refused without --force",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an --out folder that holds a different run (default: refuse)",
+    )
     p.add_argument(
         "--name",
         dest="system",

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
+from searchtome.errors import SearchTomeError
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 
 
-def add_source_arguments(p: argparse.ArgumentParser) -> None:
+def add_source_arguments(
+    p: argparse.ArgumentParser, default_measures: tuple[str, ...] = DEFAULT_MEASURES
+) -> None:
     """The inputs shared by ``score`` and ``compare``: a dataset or qrels, split, format, measures."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="dataset folder or hf://ORG/NAME[@REV]")
     src.add_argument(
-        "--qrels", help="TREC qrels (or BEIR qrels TSV) instead of a dataset; no ToC-based counts"
+        "--qrels",
+        help="TREC qrels, a BEIR qrels TSV, or a blind release's private folder, instead of a "
+        "dataset; no ToC-based counts",
     )
     p.add_argument("--split", default="test", help="split to score (default: test)")
     p.add_argument(
@@ -26,7 +32,8 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
         "--measures",
         nargs="+",
         metavar="M",
-        help=f"measures by ir_measures name (default: {' '.join(DEFAULT_MEASURES)})",
+        help=f"measures by ir_measures name (default: {' '.join(default_measures)}); names "
+        "beyond R, P, Success, nDCG and RR (AP, Judged@10...) need the 'ir' extra",
     )
 
 
@@ -43,7 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("submission", nargs="+", help="submission folder(s) or run file(s)")
     add_source_arguments(p)
     p.add_argument("--by-query", action="store_true", help="include per-query values")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument(
+        "--format", choices=("table", "json", "csv"), default="table", help="(default: table)"
+    )
     p.set_defaults(func=_score)
 
 
@@ -54,8 +63,19 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     from searchtome.submissions.reader import read_submission
 
     data = load(args.data) if args.data else None
-    qrels = Qrels.from_file(args.qrels) if args.qrels else None
     subs = [read_submission(s, args.run_format) for s in args.submission]
+    if args.qrels and Path(args.qrels).is_dir():
+        # A blind release's private folder: its qrels, and runs in source ids renamed to public ones.
+        from searchtome.dataset.blind import private_qrels, read_private, rename_run
+
+        split = read_private(args.qrels)["split"]
+        if args.split != split:
+            raise SearchTomeError(
+                f"{args.qrels}: holds the {split} split's qrels, not {args.split}"
+            )
+        qrels = Qrels(private_qrels(args.qrels), name=f"{split} (private)")
+        return data, qrels, [rename_run(sub, args.qrels) for sub in subs]
+    qrels = Qrels.from_file(args.qrels) if args.qrels else None
     return data, qrels, subs
 
 

@@ -4,6 +4,7 @@ BEIR (what ``beir.datasets.data_loader.GenericDataLoader`` reads)::
 
     OUT/pooled/corpus.jsonl          {"_id", "title", "text", "metadata": {...}} — every leaf
     OUT/pooled/queries.jsonl         {"_id", "text", "metadata": {...}} — every split
+    OUT/pooled/queries.{split}.jsonl the same rows, one split only (not part of BEIR's layout)
     OUT/pooled/qrels/{split}.tsv     query-id <TAB> corpus-id <TAB> score, with that header
     OUT/{book_id}/...                the same, restricted to one book
 
@@ -45,7 +46,7 @@ POOLED = "pooled"
 MARKER = "searchtome-export.json"
 
 
-def _check_id(item_id: str, what: str) -> str:
+def check_id(item_id: str, what: str) -> str:
     if any(c in item_id for c in "\t\r\n"):
         raise SearchTomeError(
             f"{what} {item_id!r} contains a tab or line break; BEIR cannot hold it"
@@ -53,7 +54,7 @@ def _check_id(item_id: str, what: str) -> str:
     return item_id
 
 
-def _prepare_out(out: Path, fmt: str) -> Path:
+def prepare_out(out: Path, fmt: str) -> Path:
     """A temporary folder that will replace ``out``; refuse to replace anything but an export."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         marker = out / MARKER
@@ -65,7 +66,7 @@ def _prepare_out(out: Path, fmt: str) -> Path:
     return atomic_dir(out)
 
 
-def _selected_books(ds: Dataset, books: Sequence[str] | None) -> list[str]:
+def selected_books(ds: Dataset, books: Sequence[str] | None) -> list[str]:
     if not books:
         return ds.book_ids()
     from searchtome.errors import unknown_name
@@ -84,7 +85,7 @@ def _write_beir_folder(
         folder / "corpus.jsonl",
         (
             {
-                "_id": _check_id(leaf.leaf_id, "leaf id"),
+                "_id": check_id(leaf.leaf_id, "leaf id"),
                 "title": leaf.title,
                 "text": leaf.text,
                 "metadata": {
@@ -99,31 +100,32 @@ def _write_beir_folder(
         ),
     )
     queries: list[Query] = [q for s in splits for b in book_ids for q in ds.queries(s, b)]
-    write_jsonl(
-        folder / "queries.jsonl",
-        (
-            {
-                "_id": _check_id(q.query_id, "query id"),
-                "text": q.text,
-                "metadata": {
-                    "book_id": q.book_id,
-                    "domain": ds.domain(q.book_id),
-                    "split": q.split,
-                    "model_generated": q.model_generated,
-                },
-            }
-            for q in queries
-        ),
-    )
+    write_jsonl(folder / "queries.jsonl", (_query_row(ds, q) for q in queries))
     counts = {}
     for split in splits:
         rows = [q for q in queries if q.split == split]
+        # BEIR's one queries file holds every split; tools that iterate a split's queries
+        # (ir_datasets, PyTerrier) need that split's alone.
+        write_jsonl(folder / f"queries.{split}.jsonl", (_query_row(ds, q) for q in rows))
         with atomic_write(folder / "qrels" / f"{split}.tsv") as fh:
             fh.write("query-id\tcorpus-id\tscore\n")
             for q in rows:
                 fh.write(f"{q.query_id}\t{q.leaf_id}\t1\n")
         counts[split] = len(rows)
     return {"corpus": len(leaves), "queries": counts}
+
+
+def _query_row(ds: Dataset, q: Query) -> dict[str, Any]:
+    return {
+        "_id": check_id(q.query_id, "query id"),
+        "text": q.text,
+        "metadata": {
+            "book_id": q.book_id,
+            "domain": ds.domain(q.book_id),
+            "split": q.split,
+            "model_generated": q.model_generated,
+        },
+    }
 
 
 def export_beir(
@@ -137,12 +139,12 @@ def export_beir(
 ) -> dict[str, Any]:
     """Write BEIR folders (per book and pooled) into ``out_dir``; return the counts written."""
     ds = data if isinstance(data, Dataset) else load(data)
-    splits = _check_splits(splits)
-    book_ids = _selected_books(ds, books)
+    splits = check_splits(splits)
+    book_ids = selected_books(ds, books)
     if POOLED in book_ids and per_book:
         raise SearchTomeError(f"book id {POOLED!r} collides with the pooled folder's name")
     out = Path(out_dir)
-    tmp = _prepare_out(out, "beir")
+    tmp = prepare_out(out, "beir")
     summary: dict[str, Any] = {"format": "beir", "splits": list(splits), "folders": {}}
     try:
         if pooled:
@@ -150,7 +152,7 @@ def export_beir(
         if per_book:
             for b in book_ids:
                 summary["folders"][b] = _write_beir_folder(tmp / b, ds, [b], splits)
-        summary["source"] = _source_info(ds)
+        summary["source"] = source_info(ds)
         write_json(tmp / MARKER, summary)
         commit_dir(tmp, out)
     except BaseException:
@@ -171,10 +173,10 @@ def export_trec(
 ) -> dict[str, Any]:
     """Write TREC qrels (``qid 0 docno rel``) and query TSVs per split into ``out_dir``."""
     ds = data if isinstance(data, Dataset) else load(data)
-    splits = _check_splits(splits)
-    book_ids = _selected_books(ds, books)
+    splits = check_splits(splits)
+    book_ids = selected_books(ds, books)
     out = Path(out_dir)
-    tmp = _prepare_out(out, "trec")
+    tmp = prepare_out(out, "trec")
     summary: dict[str, Any] = {"format": "trec", "splits": list(splits), "queries": {}}
     try:
         for split in splits:
@@ -182,7 +184,7 @@ def export_trec(
             _write_lines(
                 tmp / f"{split}.qrels",
                 (
-                    f"{_check_id(q.query_id, 'query id')} 0 {_check_id(q.leaf_id, 'leaf id')} 1"
+                    f"{check_id(q.query_id, 'query id')} 0 {check_id(q.leaf_id, 'leaf id')} 1"
                     for q in rows
                 ),
             )
@@ -191,7 +193,7 @@ def export_trec(
                 (f"{q.query_id}\t{' '.join(q.text.split())}" for q in rows),
             )
             summary["queries"][split] = len(rows)
-        summary["source"] = _source_info(ds)
+        summary["source"] = source_info(ds)
         write_json(tmp / MARKER, summary)
         commit_dir(tmp, out)
     except BaseException:
@@ -208,7 +210,7 @@ def _write_lines(path: Path, lines: Iterable[str]) -> None:
             fh.write(line + "\n")
 
 
-def _check_splits(splits: Sequence[str]) -> list[str]:
+def check_splits(splits: Sequence[str]) -> list[str]:
     from searchtome.errors import unknown_name
 
     for s in splits:
@@ -217,7 +219,7 @@ def _check_splits(splits: Sequence[str]) -> list[str]:
     return list(splits)
 
 
-def _source_info(ds: Dataset) -> dict[str, Any]:
+def source_info(ds: Dataset) -> dict[str, Any]:
     """Which dataset the export came from (name and the manifest's own hash of its corpus)."""
     files = ds.manifest.get("files", {})
     return {

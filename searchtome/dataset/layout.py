@@ -128,6 +128,14 @@ def _schemas() -> dict[str, Any]:
     }
 
 
+def schema(name: str) -> Any:
+    """The pyarrow schema of one file kind: corpus, queries, qrels, books, toc, paragraphs, units."""
+    return _schemas()[name]
+
+
+BLIND_QUERY_COLUMNS = ("query_id", "book_id", "domain", "text")  # a blind split's public columns
+
+
 def _ordinal_key(item_id: str) -> tuple[Any, ...]:
     """Natural document order for ``book/2.10.1`` style ids (2.10 after 2.9)."""
     book, _, rest = item_id.partition("/")

@@ -154,22 +154,27 @@ def load(source: PathLike) -> Dataset:
         )
     toc = [TocNode.from_dict(r) for r in read_parquet(root / TOC_FILE)]
     leaves = [Leaf.from_dict(r) for r in read_parquet(root / CORPUS_FILE)]
+    manifest = read_json(root / MANIFEST_FILE) if (root / MANIFEST_FILE).exists() else {}
+    blind = (manifest.get("blind") or {}).get("split")
     queries: list[Query] = []
     for split in SPLITS:
         qpath, rpath = root / queries_file(split), root / qrels_file(split)
         if not qpath.exists():
             continue
         gold: dict[str, str] = {}
-        for r in read_parquet(rpath):
+        # A blind release holds its blind split's qrels back: those queries have no gold ("").
+        for r in read_parquet(rpath) if split != blind or rpath.exists() else []:
             if r["score"] > 0:
                 gold[r["query-id"]] = r["corpus-id"]
         for r in read_parquet(qpath):
+            if split != blind and r["query_id"] not in gold:
+                raise SearchTomeError(f"{rpath}: no relevant leaf for query {r['query_id']!r}")
             queries.append(
                 Query(
                     query_id=r["query_id"],
                     book_id=r["book_id"],
                     text=r["text"],
-                    leaf_id=gold[r["query_id"]],
+                    leaf_id=gold.get(r["query_id"], ""),
                     split=split,
                     unit_id=r.get("unit_id"),
                     model_generated=bool(r.get("model_generated", True)),
@@ -185,7 +190,6 @@ def load(source: PathLike) -> Dataset:
         if (root / UNITS_FILE).exists()
         else []
     )
-    manifest = read_json(root / MANIFEST_FILE) if (root / MANIFEST_FILE).exists() else {}
     return Dataset(
         root=root,
         books=books,

@@ -1,8 +1,10 @@
-"""The generate stage: which endpoint answers, and asking it only for what the cache lacks.
+"""The generate stage: which endpoints answer, and asking them only for what the cache lacks.
 
 The SQLite reply cache (:mod:`searchtome.llm.cache`) is read first: only requests it lacks are
 sent, and when it lacks none no endpoint is contacted (``--endpoint local`` does not even start
-its server).
+its server). Several URLs are replicas of one model: the client routes over them
+(:mod:`searchtome.llm.pool`), and since the cache key and the manifest leave the endpoint out,
+the dataset is the same whichever replicas answered.
 """
 
 from __future__ import annotations
@@ -33,31 +35,55 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Who answers: an OpenAI-compatible server, the local model, or the reply cache alone."""
+    """Who answers: OpenAI-compatible servers (one, or replicas of one model), the local model,
+    or the reply cache alone."""
 
     kind: str  # "openai-compatible", "local" or "cache"
-    base_url: str | None = None
+    base_urls: tuple[str, ...] = ()
+
+    @property
+    def base_url(self) -> str | None:
+        return self.base_urls[0] if self.base_urls else None
+
+
+def endpoint_values(value: str | Sequence[str] | None) -> list[str]:
+    """``--endpoint`` values (repeated, or comma-separated) as one list, in the order given."""
+    items = [value] if isinstance(value, str) else list(value or ())
+    return [part.strip() for item in items for part in item.split(",") if part.strip()]
 
 
 def resolve_endpoint(opts: BuildOptions) -> Endpoint:
-    """``--endpoint`` (or ``$OPENAI_BASE_URL``) read, with a one-line error when missing or bad."""
-    value = opts.endpoint or os.environ.get("OPENAI_BASE_URL")
-    if not value:
+    """``--endpoint`` (or ``$OPENAI_BASE_URL``) read, with a one-line error when missing or bad.
+
+    Several URLs are replicas of one model. ``local`` and ``cache`` stand alone: the local model
+    is a different model (a different cache key and other defaults), and ``cache`` asks nobody.
+    """
+    values = endpoint_values(opts.endpoint) or endpoint_values(os.environ.get("OPENAI_BASE_URL"))
+    if not values:
         raise SearchTomeError(
             "no endpoint: pass --endpoint URL (an OpenAI-compatible server such as vLLM, TGI or "
-            "llama.cpp), --endpoint local (SmolLM2-135M on this machine; weak questions), "
-            "--endpoint cache (replay an imported cache), or set OPENAI_BASE_URL"
+            "llama.cpp; repeat it for several replicas), --endpoint local (SmolLM2-135M on this "
+            "machine; weak questions), --endpoint cache (replay an imported cache), or set "
+            "OPENAI_BASE_URL"
         )
-    if value == "local":
-        return Endpoint("local")
-    if value == "cache":
-        return Endpoint("cache")
-    if "://" not in value:
+    special = [v for v in values if v in ("local", "cache")]
+    if special and len(values) > 1:
         raise SearchTomeError(
-            f"--endpoint {value!r} is not a URL; write e.g. http://localhost:8000/v1, or use "
-            "'local' or 'cache'"
+            f"--endpoint {special[0]} cannot be combined with other endpoints "
+            f"({', '.join(values)}); give either {special[0]} or URLs of replicas of one model"
         )
-    return Endpoint("openai-compatible", value)
+    if special:
+        return Endpoint(special[0])
+    for value in values:
+        if "://" not in value:
+            raise SearchTomeError(
+                f"--endpoint {value!r} is not a URL; write e.g. http://localhost:8000/v1, or use "
+                "'local' or 'cache'"
+            )
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise SearchTomeError(f"--endpoint {twice[0]} is given twice; list each replica once")
+    return Endpoint("openai-compatible", tuple(values))
 
 
 def _host_kind(host: str) -> str:
@@ -87,13 +113,15 @@ def generate(
                 "not a folder (use --endpoint URL for a model on a server)"
             )
         host, model_label = LOCAL_HOST_LABEL, opts.model or SMOLLM2_LABEL
+        prefer: tuple[str, ...] = (host,)
     elif endpoint.kind == "cache":
-        host, model_label = "", opts.model or DEFAULT_MODEL
+        host, model_label, prefer = "", opts.model or DEFAULT_MODEL, ()
     else:
-        cfg = ClientConfig(base_url=endpoint.base_url, model=opts.model or DEFAULT_MODEL)
-        host, model_label = cfg.host, cfg.label
+        cfg = ClientConfig(base_urls=endpoint.base_urls, model=opts.model or DEFAULT_MODEL)
+        host, model_label, prefer = cfg.hosts[0], cfg.label, cfg.hosts
 
-    def generator(client: ChatClient | None, any_host: bool = False) -> QuestionGenerator:
+    def generator(client: ChatClient | None) -> QuestionGenerator:
+        # Replicas share replies; among an older cache's conflicting ones, ours win.
         return QuestionGenerator(
             gen_cfg,
             cache,
@@ -101,11 +129,11 @@ def generate(
             host=host,
             model=model_label,
             sampling=sampling,
-            any_host=any_host,
+            prefer_hosts=prefer,
         )
 
     # Pass 1: the cache alone. Nothing else is started when it has every reply.
-    replay = generator(None, any_host=endpoint.kind == "cache")
+    replay = generator(None)
     outcomes = replay.run(units)
     missing = [
         u
@@ -121,25 +149,29 @@ def generate(
             "--seed, or use a live --endpoint"
         )
     if missing:
-        fresh = _live_pass(opts, endpoint, missing, generator, concurrency, model_label)
+        fresh, per_endpoint = _live_pass(
+            opts, endpoint, missing, generator, concurrency, model_label
+        )
         by_id = {o.unit_id: o for o in fresh}
         summary.requests = sum(o.requests for o in fresh)
         outcomes = [by_id.get(o.unit_id, o) for o in outcomes]
-        used_hosts.add(host)
-        summary.stages["generate"] = f"{len(missing)} unit(s) asked, {summary.requests} request(s)"
+        summary.stages["generate"] = (
+            f"{len(missing)} unit(s) asked, {summary.requests} request(s) ({per_endpoint})"
+        )
     else:
         summary.stages["generate"] = "skipped (all replies cached)"
     summary.cached_units = len(units) - len(missing)
-    if endpoint.kind == "cache":
-        hosts = sorted(used_hosts)
-        host = hosts[0] if len(hosts) == 1 else ", ".join(hosts)
-    kind = _host_kind(host) if endpoint.kind == "cache" else endpoint.kind
+    # Which endpoints answered is left out of the dataset: it is byte-identical whichever did.
+    kind = endpoint.kind
+    if kind == "cache":
+        local = used_hosts and all(_host_kind(h) == "local" for h in used_hosts)
+        kind = "local" if local else "openai-compatible"
     note = None
     if model_label == SMOLLM2_LABEL:
         note = SMOLLM2_NOTE
     elif kind == "local":
         note = f"Questions were generated offline by the local model {model_label}."
-    info = {"model": model_label, "endpoint_kind": kind, "endpoint_host": host, "note": note}
+    info = {"model": model_label, "endpoint_kind": kind, "note": note}
     return outcomes, info
 
 
@@ -150,12 +182,14 @@ def _live_pass(
     generator: Any,
     concurrency: int,
     model_label: str,
-) -> list[UnitOutcome]:
+) -> tuple[list[UnitOutcome], str]:
+    """Ask the endpoints for ``missing``; the outcomes and a per-endpoint count for the summary.
+    The progress bar shows each endpoint's answers per second and errors."""
     from searchtome.llm.local import local_server
 
-    def run(base_url: str, model: str, host_label: str | None) -> list[UnitOutcome]:
+    def run(urls: Sequence[str], model: str, host_label: str | None) -> list[UnitOutcome]:
         cfg = ClientConfig(
-            base_url=base_url,
+            base_urls=tuple(urls),
             api_key=opts.api_key or os.environ.get("OPENAI_API_KEY") or None,
             model=model,
             model_label=model_label,
@@ -165,24 +199,38 @@ def _live_pass(
             host_label=host_label,
         )
         client = ChatClient(cfg)
-        bar = progress(total=len(missing), desc="generate", unit="unit")
+        # Replies come back in batches of `concurrency`: no time left before one batch is done.
+        bar = progress(total=len(missing), desc="generate", unit="unit", eta_after=concurrency)
+
+        def done(_: UnitOutcome) -> None:
+            bar.set_postfix_str(client.pool.describe(), refresh=False)
+            bar.update(1)
+
         try:
-            return generator(client).run(missing, on_done=lambda _: bar.update(1))
+            return generator(client).run(missing, on_done=done)
         finally:
             bar.close()
-            s = client.stats
-            if s.retries or s.failures:
-                log.warning(
-                    "endpoint %s: %d requests, %d retries, %d gave up (%s)",
-                    cfg.host,
-                    s.requests,
-                    s.retries,
-                    s.failures,
-                    ", ".join(f"{k}: {v}" for k, v in sorted(s.by_reason.items())),
-                )
+            counts.append(_endpoint_counts(client))
 
+    counts: list[str] = []
     if endpoint.kind == "local":
         model_dir = Path(opts.model) if opts.model and Path(opts.model).is_dir() else None
         with local_server(model_dir) as server:
-            return run(server.base_url, server.model, server.host_label)
-    return run(endpoint.base_url, opts.model or DEFAULT_MODEL, None)
+            return run([server.base_url], server.model, server.host_label), counts[0]
+    return run(endpoint.base_urls, opts.model or DEFAULT_MODEL, None), counts[0]
+
+
+def _endpoint_counts(client: ChatClient) -> str:
+    """``host: N answered[, M failed]`` per endpoint; failures are logged as a warning too."""
+    parts = []
+    for host, st in client.endpoint_stats().items():
+        parts.append(f"{host}: {st.ok} answered" + (f", {st.errors} failed" if st.errors else ""))
+        if st.errors:
+            reasons = ", ".join(f"{k}: {v}" for k, v in sorted(st.by_reason.items()))
+            log.warning(
+                "endpoint %s: %d requests, %d failed (%s)", host, st.sent, st.errors, reasons
+            )
+    s = client.stats
+    if s.failures:
+        log.warning("%d request(s) gave up after retries", s.failures)
+    return "; ".join(parts)

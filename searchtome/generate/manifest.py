@@ -75,7 +75,7 @@ def manifest_info(
             "pymupdf": pymupdf.VersionBind,
             "pyarrow": pyarrow.__version__,
         },
-        "extraction": {"infer_toc": opts.infer_toc},
+        "extraction": _extraction_info(opts, sources),
         "generation": generation,
         "split": {
             "rule": split_m["rule"],
@@ -94,6 +94,16 @@ def manifest_info(
         },
     }
     return {k: v for k, v in info.items() if v is not None}
+
+
+def _extraction_info(opts: BuildOptions, sources: Sequence[BookSource]) -> dict[str, Any]:
+    """ToC options, and the outline depth of each book that was cut (others: the whole outline);
+    the depths only when a book was cut, so other builds' manifests stay as they were."""
+    info: dict[str, Any] = {"infer_toc": opts.infer_toc}
+    depths = {s.book.book_id: s.leaf_depth for s in sources if s.leaf_depth is not None}
+    if depths:
+        info["leaf_depth"] = dict(sorted(depths.items()))
+    return info
 
 
 @dataclass(frozen=True)

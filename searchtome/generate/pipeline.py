@@ -5,11 +5,13 @@ Stages and what makes them skip:
 * **fetch** — the fetch module's content-addressed download cache (a verified PDF is never
   downloaded twice); see :mod:`searchtome.generate.sources`.
 * **extract** — ``$SEARCHTOME_HOME/builds/extract/<book>-<key>/``, keyed by the PDF's SHA-256,
-  the book id, the ToC options and the searchtome/PyMuPDF versions.
+  the book id, the ToC options (with a catalog book's outline depth, when it has one) and the
+  searchtome/PyMuPDF versions.
 * **generate** — the SQLite reply cache (:mod:`searchtome.llm.cache`): only requests it lacks
   are sent; when it lacks none, no endpoint is contacted (``--endpoint local`` does not even
   start its server); see :mod:`searchtome.generate.endpoint`.
-* **filter / split** — cheap and deterministic: always recomputed.
+* **filter / split** — cheap and deterministic: always recomputed. Books with the paper's
+  figures are then compared with them (:mod:`searchtome.generate.paper`).
 * **write** — skipped when ``--out`` already holds a dataset whose manifest records the same
   build fingerprint (a hash of every input, setting and generated reply) and whose files still
   match their recorded SHA-256; see :mod:`searchtome.generate.output`.
@@ -31,6 +33,7 @@ from searchtome.generate.endpoint import Endpoint, generate, resolve_endpoint
 from searchtome.generate.manifest import BUILD_FORMAT, manifest_info
 from searchtome.generate.options import LOCAL_DEFAULTS, REMOTE_DEFAULTS, BuildOptions
 from searchtome.generate.output import up_to_date, write_output
+from searchtome.generate.paper import check_leaves, paper_comparison
 from searchtome.generate.questions import (
     STRICTNESS,
     Candidate,
@@ -94,6 +97,7 @@ def build(opts: BuildOptions) -> BuildSummary:
     summary.stages["extract"] = (
         "skipped (cached)" if reused == len(sources) else f"{len(sources) - reused} extracted"
     )
+    check_leaves(sources, extractions)
     texts = _units(sources, extractions, configs.units, summary)
 
     with ResponseCache(opts.cache or default_cache_path()) as cache:
@@ -103,6 +107,7 @@ def build(opts: BuildOptions) -> BuildSummary:
     by_unit = {u.unit_id: u for u in texts.units}
     kept, removed = _filter(opts, outcomes, by_unit, texts.leaves, summary)
     queries, split = _split(kept, by_unit, configs.split, summary)
+    summary.paper = paper_comparison(sources, extractions, queries)
 
     info = manifest_info(
         opts,
@@ -116,6 +121,8 @@ def build(opts: BuildOptions) -> BuildSummary:
         summary,
     )
     report = _report(summary, removed, texts.dropped_units)
+    if summary.paper:  # left out without figures, so such builds keep their report and bytes
+        report["paper_comparison"] = summary.paper
     fingerprint = stable_hash(
         {
             "info": info,
@@ -160,7 +167,11 @@ def _configs(opts: BuildOptions, endpoint: Endpoint) -> _Configs:
     prompt = load_prompt(opts.prompt or defaults["prompt"])
     generation = GenerationConfig(
         prompt=prompt,
-        n_questions=opts.questions_per_unit,
+        n_questions=(
+            opts.questions_per_unit
+            if opts.questions_per_unit is not None
+            else defaults["questions_per_unit"]
+        ),
         strictness=opts.strictness or defaults["strictness"],
         repair=opts.repair,
     )
@@ -179,7 +190,7 @@ def _configs(opts: BuildOptions, endpoint: Endpoint) -> _Configs:
     split = SplitConfig(
         seed=opts.split_seed if opts.split_seed is not None else opts.seed,
         rule=opts.split_rule,
-        ratios=opts.split_ratios or SplitConfig().ratios,
+        ratios=opts.split_ratios or defaults["split_ratios"],
         leaves_in_train=opts.leaves_in_train,
     )
     split.validate()

@@ -427,8 +427,9 @@ class QuestionGenerator:
     """Runs the prompt over units through the cache and (when given) a live client.
 
     ``client=None`` replays the cache only: a missing reply is an error, never a request.
-    ``host`` and ``model`` are the cache-key labels (see :mod:`searchtome.llm.cache`);
-    ``any_host`` matches cached replies from any endpoint (replaying an imported cache).
+    ``model`` is the cache-key label (see :mod:`searchtome.llm.cache`); cached replies match
+    whichever endpoint gave them. ``host`` is recorded for a reply that names no endpoint;
+    ``prefer_hosts`` picks among an older cache's conflicting replies.
     """
 
     def __init__(
@@ -440,10 +441,10 @@ class QuestionGenerator:
         host: str,
         model: str,
         sampling: SamplingParams,
-        any_host: bool = False,
+        prefer_hosts: Sequence[str] = (),
     ) -> None:
         self.config = config
-        self.any_host = any_host
+        self.prefer_hosts = tuple(prefer_hosts)
         self.cache = cache
         self.client = client
         self.host = host
@@ -466,7 +467,7 @@ class QuestionGenerator:
     ) -> tuple[str | None, str | None, str | None, bool]:
         """``(content, finish_reason, error, sent)`` from the cache or the endpoint."""
         key = self._key(messages)
-        hit = self.cache.get(key, any_host=self.any_host)
+        hit = self.cache.get(key, prefer_hosts=self.prefer_hosts)
         if hit is not None:
             self.used_hosts.add(hit.host)
             return hit.content, hit.finish_reason, None, False
@@ -477,8 +478,9 @@ class QuestionGenerator:
         if not result.ok:
             return None, None, f"request failed: {result.error}", True
         # Commit before anything else: from here on this reply survives a kill.
-        self.cache.put(key, result.content, result.finish_reason, result.served_model)
-        self.used_hosts.add(self.host)
+        host = result.host or self.host
+        self.cache.put(key, result.content, result.finish_reason, result.served_model, host)
+        self.used_hosts.add(host)
         return result.content, result.finish_reason, None, True
 
     async def generate_unit(self, unit: Unit) -> UnitOutcome:

@@ -2,7 +2,13 @@
 verified, or a folder of PDFs with optional metadata) and the extraction stage's cache.
 
 Extractions are cached under ``$SEARCHTOME_HOME/builds/extract/<book>-<key>/``, keyed by the
-PDF's SHA-256, the book id, the ToC options and the searchtome/PyMuPDF versions.
+PDF's SHA-256, the book id, the ToC options (the outline depth among them, when one is set) and
+the searchtome/PyMuPDF versions.
+
+A catalog book is cut at the outline depth whose leaves are the paper's: the catalog entry's
+``leaf_depth``, else the one ``fetch`` recorded in the lock file when it first checked the PDF
+(:func:`searchtome.ingest.depth.leaf_depth_for`). Books of a ``--pdf-dir`` build keep their
+whole outline.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class BookSource:
     book: Book
     pdf: Path
     sha256: str
+    leaf_depth: int | None = None  # cut the outline at this depth; None: the whole outline
 
 
 def _pdf_dir_metadata(path: Path) -> dict[str, dict[str, Any]]:
@@ -123,16 +130,20 @@ def books_from_pdf_dir(opts: BuildOptions) -> tuple[list[BookSource], dict[str, 
 def books_from_catalog(opts: BuildOptions) -> tuple[list[BookSource], dict[str, Any]]:
     """The catalog's books, fetched and verified, and the collection's manifest info."""
     from searchtome.ingest.catalog import catalog_hash, load_catalog
+    from searchtome.ingest.depth import leaf_depth_for
     from searchtome.ingest.fetch import fetch_books
+    from searchtome.ingest.lock import Lock
 
     catalog = load_catalog(opts.catalog)
     ids = list(opts.books) if opts.books else None
     result = fetch_books(catalog, ids, opts.source_dir)
     result.raise_for_failures()
+    lock = Lock.load(result.lock_path, catalog)
     sources = []
     for book_id, path in result.paths.items():
         book = catalog.get(book_id)
-        sources.append(BookSource(book, Path(path), sha256_file(path)))
+        depth = leaf_depth_for(book, lock)
+        sources.append(BookSource(book, Path(path), sha256_file(path), depth))
     sources.sort(key=lambda s: s.book.book_id)
     info = {
         "name": opts.name or catalog.name,
@@ -160,16 +171,18 @@ def extract_key(src: BookSource, infer_toc: bool) -> str:
 
     from searchtome.ingest.extract import FORMAT
 
-    return stable_hash(
-        {
-            "pdf": src.sha256,
-            "book_id": src.book.book_id,
-            "infer_toc": infer_toc,
-            "format": FORMAT,
-            "searchtome": __version__,
-            "pymupdf": pymupdf.VersionBind,
-        }
-    )
+    inputs: dict[str, Any] = {
+        "pdf": src.sha256,
+        "book_id": src.book.book_id,
+        "infer_toc": infer_toc,
+        "format": FORMAT,
+        "searchtome": __version__,
+        "pymupdf": pymupdf.VersionBind,
+    }
+    if src.leaf_depth is not None:
+        # Only when set, so the keys of uncut books (and their cached extractions) stay valid.
+        inputs["leaf_depth"] = src.leaf_depth
+    return stable_hash(inputs)
 
 
 def extract_all(sources: Sequence[BookSource], infer_toc: bool) -> tuple[dict[str, Any], int]:
@@ -189,7 +202,9 @@ def extract_all(sources: Sequence[BookSource], infer_toc: bool) -> tuple[dict[st
             except SearchTomeError as exc:
                 log.warning("cached extraction %s unusable (%s); extracting again", folder, exc)
         log.info("extracting %s from %s", src.book.book_id, src.pdf)
-        extraction = extract_book(src.pdf, book_id=src.book.book_id, infer_toc=infer_toc)
+        extraction = extract_book(
+            src.pdf, book_id=src.book.book_id, infer_toc=infer_toc, leaf_depth=src.leaf_depth
+        )
         if not extraction.leaves:
             raise SearchTomeError(
                 f"{src.pdf}: no ToC leaves found (the PDF has no usable outline); "

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from searchtome.errors import SearchTomeError
+from searchtome.ingest.depth import cut_tree
 from searchtome.ingest.headings import Start, locate_starts
 from searchtome.ingest.layout import Page, mark_furniture, read_pages
 from searchtome.ingest.outline import OutlineEntry
@@ -197,15 +198,43 @@ def _build_extraction(
     return Extraction(tree.book_id, toc, tuple(leaves), tuple(paragraphs))
 
 
+def cut_outline(
+    tree: TocTree, entries: Sequence[OutlineEntry], leaf_depth: int | None
+) -> tuple[TocTree, list[OutlineEntry]]:
+    """The tree and its outline entries without the entries deeper than ``leaf_depth``.
+
+    Both are filtered alike because :func:`locate_starts` pairs them one to one. A dropped
+    entry's heading is then not looked for, so its heading line and text fall to the kept
+    entry before it: a cut leaf holds the whole text of its former sub-sections.
+    """
+    if leaf_depth is None:
+        return tree, list(entries)
+    kept = [
+        entry for node, entry in zip(tree.nodes, entries, strict=True) if node.level <= leaf_depth
+    ]
+    cut = cut_tree(tree, leaf_depth)
+    log.info(
+        "%s: outline cut at depth %d: %d of %d entries kept, %d leaves",
+        tree.book_id,
+        leaf_depth,
+        len(cut.nodes),
+        len(tree.nodes),
+        len(cut.leaves()),
+    )
+    return cut, kept
+
+
 def extract_doc(
     doc: pymupdf.Document,
     path: str | Path,
     *,
     book_id: str | None = None,
     infer_toc: InferMode = False,
+    leaf_depth: int | None = None,
 ) -> Extraction:
     """:func:`extract_book` for an already opened document."""
     tree, entries = toc_from_doc(doc, path, book_id=book_id, infer=infer_toc)
+    tree, entries = cut_outline(tree, entries, leaf_depth)
     pages = read_pages(doc, path)
     dropped = mark_furniture(pages)
     log.info("%s: %d header/footer/page-number blocks dropped", path, dropped)
@@ -218,10 +247,15 @@ def extract_book(
     book_id: str | None = None,
     password: str | None = None,
     infer_toc: InferMode = False,
+    leaf_depth: int | None = None,
 ) -> Extraction:
-    """ToC, leaf texts and paragraphs of the PDF at ``path`` (deterministic)."""
+    """ToC, leaf texts and paragraphs of the PDF at ``path`` (deterministic).
+
+    ``leaf_depth`` cuts the outline at that depth first (:func:`cut_outline`); ``None`` keeps
+    every entry.
+    """
     with opened(path, password=password) as doc:
-        return extract_doc(doc, path, book_id=book_id, infer_toc=infer_toc)
+        return extract_doc(doc, path, book_id=book_id, infer_toc=infer_toc, leaf_depth=leaf_depth)
 
 
 # --------------------------------------------------------------------------------------------

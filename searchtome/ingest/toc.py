@@ -247,9 +247,11 @@ def read_toc(
 def format_tree(tree: TocTree) -> str:
     """A readable indented outline with page numbers, one node per line."""
     n_leaves = sum(1 for n in tree.nodes if n.is_leaf)
+    origin = "outline" if tree.source == "outline" else "headings inferred from the page layout"
     lines = [
         f"{tree.book_id}: {len(tree.nodes)} ToC entries ({n_leaves} leaves) from the "
-        f"{tree.source} of a {tree.n_pages}-page PDF"
+        f"{origin} of a {tree.n_pages}-page PDF",
+        "(+ marks an entry with sub-entries; the leaves, unmarked, are the retrieval targets)",
     ]
     width = max((len(n.node_id.split("/", 1)[1]) for n in tree.nodes), default=1)
     for n in tree.nodes:

@@ -5,11 +5,16 @@ with ``kill -9``, loses at most the replies still in flight. ``synchronous=NORMA
 that (a committed WAL transaction survives a process crash; only a power cut can drop the last
 few, which a rerun simply asks again).
 
-Keys. ``key`` hashes the endpoint host, model label, prompt version, sampling parameters and the
-request's messages (which hold the unit text and the number of questions): a change to any of
-them is a different request. ``content_key`` is the same hash without the host, so a cache
-exported on one machine can be replayed on another (``--endpoint cache``) without knowing the
-original server's address.
+Keys. ``key`` hashes the model label, prompt version, sampling parameters and the request's
+messages (which hold the unit text and the number of questions): a change to any of them is a
+different request. The endpoint is not part of it: replicas serving one model share replies, and
+an exported cache replays anywhere (``--endpoint cache``). Each row still records the ``host``
+that answered, for ``cache info`` and for telling a local model's replies apart.
+
+Caches written before the host left the key (their ``key`` column hashes the host too) are read
+as they are, without migration: lookups go by ``content_key``, which has always been the key
+without the host. Such a cache may hold two hosts' different replies to one request; the one
+from an endpoint the build names wins (``prefer_hosts``), otherwise that is an error.
 
 Export/import: one gzip JSON-lines file, rows sorted by key, no timestamps: exporting the same
 cache twice gives the same bytes.
@@ -44,7 +49,8 @@ def default_cache_path() -> Path:
 
 @dataclass(frozen=True)
 class CacheKey:
-    """Everything that determines a reply."""
+    """Everything that determines a reply, and ``host``: the endpoint recorded as answering
+    (not part of the key)."""
 
     host: str
     model: str
@@ -69,7 +75,8 @@ class CacheKey:
 
     @property
     def key(self) -> str:
-        return stable_hash({"host": self.host, "content": self.content_key})
+        """The row key: the request without the endpoint (see the module docstring)."""
+        return self.content_key
 
 
 @dataclass(frozen=True)
@@ -127,16 +134,11 @@ class ResponseCache:
                 )
 
     # -- lookups ---------------------------------------------------------------------------------
-    def get(self, key: CacheKey, *, any_host: bool = False) -> CachedReply | None:
-        """The stored reply for ``key``; with ``any_host`` match on everything but the host
-        (replaying an imported cache). Several hosts with different replies is an error."""
+    def get(self, key: CacheKey, *, prefer_hosts: Sequence[str] = ()) -> CachedReply | None:
+        """The stored reply for ``key``, whichever endpoint gave it. When an older cache holds
+        different replies from several hosts, the first of ``prefer_hosts`` that has one wins;
+        with none of them, that is an error."""
         with self._lock:
-            if not any_host:
-                row = self._db.execute(
-                    "SELECT content, finish_reason, served_model, host FROM responses WHERE key=?",
-                    (key.key,),
-                ).fetchone()
-                return CachedReply(*row) if row else None
             rows = self._db.execute(
                 "SELECT content, finish_reason, served_model, host FROM responses "
                 "WHERE content_key=? ORDER BY host",
@@ -144,13 +146,17 @@ class ResponseCache:
             ).fetchall()
         if not rows:
             return None
-        if len({(r[0], r[1]) for r in rows}) > 1:
-            hosts = ", ".join(r[3] for r in rows)
-            raise SearchTomeError(
-                f"{self.path}: endpoints {hosts} gave different replies to the same request; "
-                "pass --base-url to choose one"
-            )
-        return CachedReply(*rows[0])
+        if len({(r[0], r[1]) for r in rows}) == 1:
+            return CachedReply(*rows[0])
+        for host in prefer_hosts:
+            mine = [r for r in rows if r[3] == host]
+            if mine:
+                return CachedReply(*mine[0])
+        hosts = ", ".join(r[3] for r in rows)
+        raise SearchTomeError(
+            f"{self.path}: endpoints {hosts} gave different replies to the same request; "
+            "pass one of them as --endpoint to choose its replies"
+        )
 
     def put(
         self,
@@ -158,8 +164,10 @@ class ResponseCache:
         content: str | None,
         finish_reason: str | None,
         served_model: str | None = None,
+        host: str | None = None,
     ) -> None:
-        """Store one reply and commit at once (the unit is then safe from a kill)."""
+        """Store one reply (answered by ``host``, default ``key.host``) and commit at once (the
+        unit is then safe from a kill)."""
         with self._lock, self._db:
             self._db.execute(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -167,7 +175,7 @@ class ResponseCache:
                     key.key,
                     key.content_key,
                     key.request_hash,
-                    key.host,
+                    host or key.host,
                     key.model,
                     key.prompt_version,
                     dumps(dict(key.sampling), indent=None),
@@ -237,7 +245,8 @@ class ResponseCache:
         return len(rows)
 
     def import_file(self, path: PathLike, *, replace: bool = False) -> dict[str, int]:
-        """Merge an exported file. Existing replies win unless ``replace``; conflicts counted."""
+        """Merge an exported file, one reply per request (``content_key``). Existing replies win
+        unless ``replace``; conflicts counted."""
         path = Path(path)
         stats = {"added": 0, "same": 0, "conflicts": 0, "replaced": 0}
         try:
@@ -270,22 +279,26 @@ class ResponseCache:
                 if not required <= row.keys():
                     raise SearchTomeError(f"{path}: line {n} lacks {sorted(required - row.keys())}")
                 old = self._db.execute(
-                    "SELECT content, finish_reason FROM responses WHERE key=?", (row["key"],)
-                ).fetchone()
-                if old is not None:
-                    if tuple(old) == (row.get("content"), row.get("finish_reason")):
+                    "SELECT content, finish_reason FROM responses WHERE content_key=?",
+                    (row["content_key"],),
+                ).fetchall()
+                if old:
+                    if (row.get("content"), row.get("finish_reason")) in {tuple(o) for o in old}:
                         stats["same"] += 1
                         continue
                     stats["conflicts"] += 1
                     if not replace:
                         continue
                     stats["replaced"] += 1
+                    self._db.execute(
+                        "DELETE FROM responses WHERE content_key=?", (row["content_key"],)
+                    )
                 else:
                     stats["added"] += 1
                 self._db.execute(
                     "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        row["key"],
+                        row["content_key"],  # the key, whatever an older export called it
                         row["content_key"],
                         row["request_hash"],
                         row["host"],

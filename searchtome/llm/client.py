@@ -1,11 +1,15 @@
 """An async client for any OpenAI-compatible chat endpoint (vLLM, TGI, llama.cpp, transformers
-serve, hosted APIs), built on the ``openai`` package.
+serve, hosted APIs), or several replicas of one model, built on the ``openai`` package.
 
-* Bounded concurrency: at most ``concurrency`` requests in flight (an ``asyncio.Semaphore``).
+* Bounded concurrency: at most ``concurrency`` requests in flight in all (an
+  ``asyncio.Semaphore``).
+* Several endpoints (``base_urls``, or a comma-separated ``base_url``/``OPENAI_BASE_URL``): each
+  request goes to the one with the fewest in flight; a failing one is taken out with back-off
+  and its requests go elsewhere (:mod:`searchtome.llm.pool`). One endpoint is a pool of one.
 * Retries are ours, not the SDK's (the SDK is built with ``max_retries=0``): the SDK caps its
   backoff at 8 s and refuses a ``Retry-After`` over two minutes, which is too short for hosted
   APIs that rate-limit a long build; we also want the attempt count in each result, a pause that
-  every worker honours after a 429, and one policy for status errors, timeouts, dropped
+  every worker honours after a 429 (the endpoint is out until then), and one policy for status errors, timeouts, dropped
   connections and unparseable bodies. Backoff is exponential with "equal jitter" (half fixed,
   half random) and capped; ``Retry-After`` / ``retry-after-ms`` (seconds or an HTTP date) is
   honoured as a lower bound, up to ``retry_after_max``.
@@ -21,7 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import logging
+import math
 import os
 import random
 import time
@@ -31,11 +37,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from searchtome.errors import SearchTomeError
+from searchtome.llm.pool import EndpointPool, Lease, PoolDown, Replica, ReplicaStats
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
 DEFAULT_CONCURRENCY = 16
+CONNECTIONS_PER_POOL = 16
 # Statuses worth retrying: request timeout, lock conflict, rate limit, every server error.
 RETRY_STATUSES = frozenset({408, 409, 429})
 # Statuses that mean the configuration is wrong: retrying every unit would only repeat them.
@@ -85,6 +93,12 @@ class SamplingParams:
             kwargs["extra_body"] = dict(self.extra)
         return kwargs
 
+    def to_body(self) -> dict[str, Any]:
+        """The request body's sampling fields, ``extra`` merged in as the server sees them."""
+        body = self.to_request()
+        body.update(body.pop("extra_body", {}))
+        return body
+
     def fingerprint(self) -> dict[str, Any]:
         """Everything that changes a reply, as plain JSON (part of cache keys and manifests)."""
         out = self.to_request()
@@ -99,10 +113,13 @@ class ClientConfig:
     """Where to send requests and how hard to try.
 
     ``model`` is what requests name; ``model_label`` (default: the same) is what caches and
-    metadata record, for servers that want a local path as the model name.
+    metadata record, for servers that want a local path as the model name. ``base_urls`` lists
+    replicas that serve the same model; when empty, ``base_url`` (which may be comma-separated)
+    is the list. ``concurrency`` is the total over all of them.
     """
 
     base_url: str | None = None
+    base_urls: tuple[str, ...] = ()
     api_key: str | None = field(default=None, repr=False)
     model: str = DEFAULT_MODEL
     model_label: str | None = None
@@ -117,7 +134,8 @@ class ClientConfig:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ClientConfig:
-        """``base_url`` / ``api_key`` default to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``."""
+        """``base_url`` / ``api_key`` default to ``OPENAI_BASE_URL`` (one URL or several,
+        comma-separated) / ``OPENAI_API_KEY``."""
         values = {k: v for k, v in overrides.items() if v is not None}
         values.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or None)
         values.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or None)
@@ -128,15 +146,24 @@ class ClientConfig:
         return self.model_label or self.model
 
     @property
-    def host(self) -> str:
-        """The endpoint's host (and port), never credentials or path: safe for manifests."""
+    def urls(self) -> tuple[str | None, ...]:
+        """Every endpoint, in the order given (``(None,)``: the SDK's default, OpenAI)."""
+        if self.base_urls:
+            return tuple(self.base_urls)
+        parts = tuple(u.strip() for u in (self.base_url or "").split(",") if u.strip())
+        return parts or (None,)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """Each endpoint's host (and port), never credentials or path: safe for logs."""
         if self.host_label:
-            return self.host_label
-        if not self.base_url:
-            return "api.openai.com"
-        parts = urlsplit(self.base_url if "//" in self.base_url else f"//{self.base_url}")
-        host = (parts.hostname or "").lower()
-        return f"{host}:{parts.port}" if parts.port else host
+            return (self.host_label,)
+        return tuple(host_of(u) for u in self.urls)
+
+    @property
+    def host(self) -> str:
+        """The hosts, comma-separated (one host for one endpoint)."""
+        return ", ".join(self.hosts)
 
     def validate(self) -> None:
         if self.concurrency < 1:
@@ -145,6 +172,19 @@ class ClientConfig:
             raise SearchTomeError(f"max_attempts must be at least 1, got {self.max_attempts}")
         if self.timeout <= 0:
             raise SearchTomeError(f"timeout must be positive, got {self.timeout}")
+        if self.host_label and len(self.urls) > 1:
+            raise SearchTomeError("host_label names one endpoint; several were given")
+        if len(set(self.urls)) != len(self.urls):
+            raise SearchTomeError(f"an endpoint is listed twice: {', '.join(map(str, self.urls))}")
+
+
+def host_of(url: str | None) -> str:
+    """``host[:port]`` of a base URL (``api.openai.com`` for none)."""
+    if not url:
+        return "api.openai.com"
+    parts = urlsplit(url if "//" in url else f"//{url}")
+    host = (parts.hostname or "").lower()
+    return f"{host}:{parts.port}" if parts.port else host
 
 
 @dataclass(frozen=True)
@@ -172,6 +212,7 @@ class ChatResult:
     served_model: str | None = None
     usage: Mapping[str, int] | None = None
     elapsed: float = 0.0
+    host: str | None = None  # the endpoint that answered
 
     @property
     def ok(self) -> bool:
@@ -228,11 +269,13 @@ class _Failed(Exception):
 
 
 class ChatClient:
-    """Runs chat completions against one endpoint with bounded concurrency and retries.
+    """Runs chat completions against one endpoint, or a pool of replicas, with bounded
+    concurrency and retries.
 
     Use it as ``async with ChatClient(cfg) as client`` or let :meth:`complete_many` open and
-    close the underlying connection pool itself. The SDK client is bound to the event loop it
-    was first used on, so each ``async with`` block gets its own.
+    close the underlying connection pools itself. The SDK clients are bound to the event loop
+    they were first used on, so each ``async with`` block gets its own. Per-endpoint counters
+    (:meth:`endpoint_stats`) and the routing state survive from one block to the next.
     """
 
     def __init__(self, config: ClientConfig, *, rng: random.Random | None = None) -> None:
@@ -240,47 +283,73 @@ class ChatClient:
         self.config = config
         self.stats = RetryState()
         self._rng = rng or random.Random()
-        self._sdk: Any = None
+        self.pool = EndpointPool(
+            [
+                Replica(i, u, h)
+                for i, (u, h) in enumerate(zip(config.urls, config.hosts, strict=True))
+            ],
+            self.backoff,
+            config.max_attempts,
+        )
         self._sem: asyncio.Semaphore | None = None
-        self._pause_until = 0.0
         self._depth = 0
+        self._requests = itertools.count(1)  # one id per request, shared by its attempts
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @property
+    def _open(self) -> bool:
+        return self._sem is not None
+
     async def __aenter__(self) -> ChatClient:
         if self._depth == 0:
-            self._sdk = self._make_sdk()
+            # httpcore's connection pool scans all its connections on every request and reply,
+            # so its cost per request grows with the connections it holds: at 64 in flight to
+            # one endpoint that scan was a third of the client's CPU. One SDK client (one pool)
+            # per CONNECTIONS_PER_POOL requests an endpoint is likely to carry keeps it flat.
+            share = self.config.concurrency / len(self.pool.replicas)
+            per_replica = max(1, math.ceil(share / CONNECTIONS_PER_POOL))
+            for replica in self.pool.replicas:
+                replica.clients = [self._make_sdk(replica.base_url) for _ in range(per_replica)]
             self._sem = asyncio.Semaphore(self.config.concurrency)
         self._depth += 1
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self._depth -= 1
-        if self._depth == 0 and self._sdk is not None:
-            sdk, self._sdk, self._sem = self._sdk, None, None
-            await sdk.close()
+        if self._depth == 0 and self._sem is not None:
+            self._sem = None
+            for replica in self.pool.replicas:
+                clients, replica.clients = replica.clients, []
+                for sdk in clients:
+                    await sdk.close()
 
-    def _make_sdk(self) -> Any:
+    def _make_sdk(self, base_url: str | None) -> Any:
         import openai
 
         cfg = self.config
         api_key = cfg.api_key
         if api_key is None:
-            if not cfg.base_url:
+            if not base_url:
                 raise SearchTomeError(
                     "no API key for api.openai.com: pass --api-key or set OPENAI_API_KEY "
                     "(or point --endpoint at your own server)"
                 )
             api_key = "EMPTY"  # self-hosted servers (vLLM, TGI, llama.cpp) ignore the key
         return openai.AsyncOpenAI(
-            base_url=cfg.base_url or None,
+            base_url=base_url or None,
             api_key=api_key,
             timeout=cfg.timeout,
             max_retries=0,
         )
 
+    def endpoint_stats(self) -> dict[str, ReplicaStats]:
+        """Requests sent, answered and failed per endpoint host, in the order given."""
+        return {r.host: r.stats for r in self.pool.replicas}
+
     # -- one request -----------------------------------------------------------------------------
     def backoff(self, attempt: int, retry_after: float | None = None) -> float:
-        """Delay before retry number ``attempt`` (1-based)."""
+        """Delay before retry number ``attempt`` (1-based); also how long an endpoint that
+        failed ``attempt`` times in a row stays out."""
         cfg = self.config
         ceiling = min(cfg.backoff_base * 2 ** (attempt - 1), cfg.backoff_max)
         delay = ceiling / 2 + self._rng.uniform(0, ceiling / 2)
@@ -293,71 +362,92 @@ class ChatClient:
     async def complete(
         self, messages: Sequence[Message], sampling: SamplingParams | None = None, key: str = ""
     ) -> ChatResult:
-        """Run one chat completion with retries; never raises for transient failures."""
-        if self._sdk is None:
+        """Run one chat completion with retries (on whichever endpoint is free); never raises
+        for transient failures. A request is sent again only after its last try failed."""
+        if not self._open:
             async with self:
                 return await self.complete(messages, sampling, key)
         assert self._sem is not None
-        params = (sampling or self.config.sampling).to_request()
+        params = (sampling or self.config.sampling).to_body()
         start = time.monotonic()
         attempt = 0
         reason = "no attempt"
-        while attempt < self.config.max_attempts:
-            attempt += 1
-            async with self._sem:
-                wait = self._pause_until - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                self.stats.requests += 1
+        requester = next(self._requests)
+        async with self._sem:
+            while attempt < self.config.max_attempts:
                 try:
-                    reply = await self._call(messages, params)
-                except _Retryable as exc:
-                    reason = exc.reason
-                    retry_after = exc.retry_after
-                except _Failed as exc:
-                    reason = str(exc)
-                    self.stats.note(reason)
+                    lease = await self.pool.acquire(requester)
+                except PoolDown as exc:
+                    reason = f"every endpoint failing ({exc.reason})"
                     break
-                else:
-                    return self._result(key, reply, attempt, time.monotonic() - start)
-            # Sleep outside the semaphore so a backing-off request does not hold a slot.
-            self.stats.note(reason)
-            if attempt >= self.config.max_attempts:
-                break
-            delay = self.backoff(attempt, retry_after)
-            if retry_after is not None:
-                self._pause_until = max(self._pause_until, time.monotonic() + delay)
-            self.stats.retries += 1
-            log.info(
-                "request %s failed (%s); retry %d/%d in %.2fs",
-                key or "?",
-                reason,
-                attempt,
-                self.config.max_attempts - 1,
-                delay,
-            )
-            await asyncio.sleep(delay)
+                attempt += 1
+                self.stats.requests += 1
+                reply, error, retry = await self._try(lease, messages, params)
+                if error is None:
+                    host = lease.replica.host
+                    return self._result(key, reply, attempt, time.monotonic() - start, host)
+                reason = error
+                self.stats.note(reason)
+                if not retry:
+                    break
+                if attempt < self.config.max_attempts:
+                    self.stats.retries += 1
+                    log.info(
+                        "request %s failed on %s (%s); retry %d/%d",
+                        key or "?",
+                        lease.replica.host,
+                        reason,
+                        attempt,
+                        self.config.max_attempts - 1,
+                    )
         self.stats.failures += 1
         log.warning("request %s failed after %d attempts: %s", key or "?", attempt, reason)
         return ChatResult(key, None, None, attempt, error=reason, elapsed=time.monotonic() - start)
 
-    async def _call(self, messages: Sequence[Message], params: Mapping[str, Any]) -> Any:
+    async def _try(
+        self, lease: Lease, messages: Sequence[Message], params: Mapping[str, Any]
+    ) -> tuple[Any, str | None, bool]:
+        """One send on a leased endpoint: ``(reply, error, worth retrying)``."""
+        done = False
+        try:
+            reply = await self._call(lease.replica, messages, params)
+            done = True
+        except _Retryable as exc:
+            done = True
+            self.pool.failed(lease, exc.reason, exc.retry_after)
+            return None, exc.reason, True
+        except _Failed as exc:
+            done = True
+            self.pool.succeeded(lease)  # the endpoint is fine; this request is not
+            return None, str(exc), False
+        finally:
+            if not done:  # cancelled, or a configuration error that stops the batch
+                self.pool.cancelled(lease)
+        self.pool.succeeded(lease)
+        return reply, None, False
+
+    async def _call(
+        self, replica: Replica, messages: Sequence[Message], params: Mapping[str, Any]
+    ) -> Any:
         import openai
 
+        body = {"model": self.config.model, "messages": [dict(m) for m in messages], **params}
         try:
-            return await self._sdk.chat.completions.create(
-                model=self.config.model, messages=[dict(m) for m in messages], **params
-            )
+            # The SDK's transport, retries-free, with its errors, but without its typed request
+            # transform and reply models: those cost ~1.4 ms of CPU a request, which at hundreds
+            # in flight made the client, not the servers, the limit (benchmarks/questions.py).
+            sdk = replica.clients[replica.stats.sent % len(replica.clients)]
+            reply = await sdk.post("/chat/completions", body=body, cast_to=dict)
         except openai.APITimeoutError:
             raise _Retryable("timeout") from None
         except openai.APIConnectionError as exc:
-            raise _Retryable(f"connection error ({exc.__cause__ or exc})") from None
+            raise _Retryable(connection_error(replica.host, exc)) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
             detail = _error_detail(exc)
             if status in FATAL_STATUSES:
                 raise EndpointError(
-                    f"{self.config.host} answered HTTP {status} for model "
+                    f"{replica.host} answered HTTP {status} for model "
                     f"{self.config.model!r}: {detail}; check --endpoint/--base-url, --model and "
                     "--api-key"
                 ) from None
@@ -370,29 +460,35 @@ class ChatClient:
         except (openai.APIResponseValidationError, ValueError) as exc:
             # A body that is not valid JSON (a proxy hiccup, a half-written reply).
             raise _Retryable(f"unreadable response ({type(exc).__name__})") from None
+        if not isinstance(reply, Mapping):  # not JSON at all (the SDK hands back the text)
+            raise _Retryable("unreadable response (not JSON)")
+        return reply
 
     @staticmethod
-    def _result(key: str, reply: Any, attempts: int, elapsed: float) -> ChatResult:
-        choices = getattr(reply, "choices", None) or []
-        if not choices:
-            return ChatResult(key, None, None, attempts, error="no choices in response")
-        choice = choices[0]
-        message = getattr(choice, "message", None)
-        content = getattr(message, "content", None)
+    def _result(
+        key: str, reply: Mapping[str, Any], attempts: int, elapsed: float, host: str | None = None
+    ) -> ChatResult:
+        choices = reply.get("choices") or []
+        choice = choices[0] if isinstance(choices, list) else None
+        if not isinstance(choice, Mapping):
+            return ChatResult(key, None, None, attempts, error="no choices in response", host=host)
+        message = choice.get("message")
+        content = message.get("content") if isinstance(message, Mapping) else None
         usage = None
-        if getattr(reply, "usage", None) is not None:
+        if isinstance(reply.get("usage"), Mapping):
             usage = {
-                "prompt_tokens": int(reply.usage.prompt_tokens or 0),
-                "completion_tokens": int(reply.usage.completion_tokens or 0),
+                "prompt_tokens": int(reply["usage"].get("prompt_tokens") or 0),
+                "completion_tokens": int(reply["usage"].get("completion_tokens") or 0),
             }
         return ChatResult(
             key,
-            content,
-            getattr(choice, "finish_reason", None),
+            content if isinstance(content, str) else None,
+            choice.get("finish_reason"),
             attempts,
-            served_model=getattr(reply, "model", None),
+            served_model=reply.get("model"),
             usage=usage,
             elapsed=elapsed,
+            host=host,
         )
 
     # -- many requests ---------------------------------------------------------------------------
@@ -459,3 +555,21 @@ def _error_detail(exc: Any) -> str:
         if detail:
             return str(detail)[:200]
     return str(getattr(exc, "message", exc))[:200]
+
+
+def connection_error(host: str, exc: BaseException) -> str:
+    """``connection error to HOST (ConnectError: [Errno 111] Connection refused)``.
+
+    httpx often raises with an empty message, so the exception's type always names what failed.
+    """
+    causes = [c for c in (exc.__cause__, exc.__context__) if c is not None]
+    cause = causes[0] if causes else exc
+    while cause.__cause__ is not None and not str(cause).strip():
+        cause = cause.__cause__  # an empty wrapper: its cause says more
+    detail = str(cause).strip()
+    kind = type(cause).__name__
+    return (
+        f"connection error to {host} ({kind}: {detail})"
+        if detail
+        else (f"connection error to {host} ({kind}, no detail from the HTTP library)")
+    )

@@ -9,9 +9,10 @@ is given the converted SmolLM2-135M-Instruct folder, accepts that folder's path 
 model name, and is stopped again on success, error, Ctrl-C or SIGTERM. On Linux the child is
 also told to die with its parent, so a killed build leaves no server behind.
 
-torch in the server uses one CPU thread by default (``SEARCHTOME_LOCAL_THREADS``): on a shared
-2-core machine one thread was 5x faster than two (32 greedy tokens: 5.3 s vs 27 s with other
-jobs running), because two spinning threads lose to any competing process.
+torch in the server takes ``SEARCHTOME_LOCAL_THREADS`` threads when set, else the count
+:mod:`searchtome.threads` chooses from the CPUs and the load, and its idle threads sleep instead
+of spinning (:func:`searchtome.threads.child_env`): spinning threads were what made two threads 5x
+slower than one on a shared 2-core machine (32 greedy tokens: 27 s vs 5.3 s, other jobs running).
 
 A 135M model writes weak questions; datasets built this way say so in their metadata.
 """
@@ -192,11 +193,14 @@ def local_server(
         prefix=f"serve-{port}-", suffix=".log", dir=cache_dir("logs")
     )
     log_path = Path(log_name)
-    threads = os.environ.get("SEARCHTOME_LOCAL_THREADS", "1")
+    from searchtome.llm.server import local_threads
+    from searchtome.threads import child_env
+
     env = {
         **os.environ,
-        "OMP_NUM_THREADS": threads,
-        "MKL_NUM_THREADS": threads,
+        # Passive waiting, and a fixed count only when SEARCHTOME_LOCAL_THREADS asks for one
+        # (checked here, so a bad value is one error line instead of a dead server).
+        **child_env(local_threads() or None),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "HF_HUB_DISABLE_TELEMETRY": "1",

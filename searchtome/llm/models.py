@@ -64,7 +64,8 @@ def smollm2_path() -> Path:
     if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
         return target
     gguf = smollm2_gguf()
-    log.warning("converting %s to a Hugging Face folder at %s (once, ~30 s)", gguf.name, target)
+    # INFO, not WARNING: a one-time, expected step, nothing the user has to act on.
+    log.info("converting %s to a Hugging Face folder at %s (once, ~30 s)", gguf.name, target)
     hf_offline_env()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

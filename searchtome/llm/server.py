@@ -15,8 +15,9 @@ decoding 12 requests as one left-padded batch was 3x faster than one after anoth
 on the sample books, identical greedy outputs). Requests that arrive while a batch runs wait
 for the next one; greedy requests are batched together, sampled ones run alone under their own
 seed. ``SEARCHTOME_LOCAL_BATCH`` caps the batch (default 16) and ``SEARCHTOME_LOCAL_THREADS`` sets
-torch's threads (default 1: on a shared 2-core machine two spinning threads lose to any other
-process).
+torch's threads; unset, :mod:`searchtome.threads` chooses them once, when the server starts
+(``SEARCHTOME_THREADS``, else the usable CPUs less the busy ones), and idle threads sleep instead
+of spinning (the parent passes ``OMP_WAIT_POLICY=PASSIVE``).
 
 Greedy decoding of one request can differ in rare tokens between batch compositions, as it can
 between CPUs; builds stay byte-identical because every reply is cached (``searchtome.llm.cache``).
@@ -295,9 +296,24 @@ def default_max_batch() -> int:
     return int(os.environ.get("SEARCHTOME_LOCAL_BATCH", "16"))
 
 
+def local_threads() -> int:
+    """``SEARCHTOME_LOCAL_THREADS`` checked (0 when unset: let :mod:`searchtome.threads` choose)."""
+    from searchtome.errors import SearchTomeError
+
+    raw = os.environ.get("SEARCHTOME_LOCAL_THREADS", "").strip()
+    if raw and not raw.isdigit():
+        raise SearchTomeError(
+            f"SEARCHTOME_LOCAL_THREADS={raw!r}: expected a whole number of threads "
+            "(0 or unset: chosen from the CPUs and the load)"
+        )
+    return int(raw or 0)
+
+
 def default_threads() -> int:
-    """torch's CPU threads, from ``SEARCHTOME_LOCAL_THREADS`` (default 1)."""
-    return int(os.environ.get("SEARCHTOME_LOCAL_THREADS", "1"))
+    """torch's CPU threads: ``SEARCHTOME_LOCAL_THREADS``, else the policy of :mod:`searchtome.threads`."""
+    from searchtome.threads import choose_threads
+
+    return choose_threads(local_threads())
 
 
 def serve(model_dir: str, *, host: str, port: int, max_batch: int, threads: int) -> None:

@@ -48,6 +48,9 @@ class Family:
     needs_dataset: ClassVar[bool] = False
     # Without a cutoff, normalise by the ideal ranking of *every* relevant id (uncut nDCG).
     uncut_ideal: ClassVar[bool] = False
+    # Whether the order inside the top k matters (nDCG, RR), not only which ids are in it
+    # (R, P, Success): decides which tied scores can change the value (see metrics.ties).
+    order_sensitive: ClassVar[bool] = False
 
     def values(self, ranked: Ranked, cutoff: int | None) -> np.ndarray:
         """Per-query values, aligned with the rows of ``ranked``."""

@@ -13,6 +13,10 @@ and differ otherwise: two relevant ids, one of them in the top k, give ``R@k = 0
 ids in the top k, and ir_measures' ``Accuracy`` is a pairwise ordering measure — neither is
 Success@k or R@k, and silently picking one would report a different number than the user meant.
 
+Any other name ir_measures can parse (``AP``, ``Judged@10``...) is computed by ir_measures when
+the ``ir`` extra is installed (:mod:`searchtome.metrics.external`); a clear error names the
+extra otherwise.
+
 To add a measure: write a :class:`~searchtome.metrics.family.Family` subclass below (name,
 aliases, description, formula in the docstring, ``values``) and add an instance to
 :data:`FAMILIES`.
@@ -28,7 +32,9 @@ from typing import Any
 import numpy as np
 
 from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.metrics import external
 from searchtome.metrics.defaults import DEFAULT_MEASURES
+from searchtome.metrics.external import External
 from searchtome.metrics.family import Family, Ranked
 from searchtome.metrics.structure import STRUCTURE_FAMILIES
 
@@ -81,6 +87,7 @@ class NDCG(Family):
     aliases = ("ndcg", "ndcg_cut")
     needs_cutoff = False
     uncut_ideal = True
+    order_sensitive = True
     description = "nDCG at {k}: linear gain, log2 discount, normalised by the ideal ranking"
 
     def values(self, ranked: Ranked, cutoff: int | None) -> np.ndarray:
@@ -100,6 +107,7 @@ class ReciprocalRank(Family):
     name = "RR"
     aliases = ("rr", "mrr", "recip_rank")
     needs_cutoff = False
+    order_sensitive = True
     description = "reciprocal rank of the first relevant id within the top {k}"
 
     def values(self, ranked: Ranked, cutoff: int | None) -> np.ndarray:
@@ -144,7 +152,13 @@ class Measure:
 
     @property
     def definition(self) -> Family:
-        return REGISTRY[self.family]
+        found = REGISTRY.get(self.family)
+        return found if found is not None else External(self.family)
+
+    @property
+    def external(self) -> bool:
+        """Computed by ir_measures rather than by the registry's fast path."""
+        return self.family not in REGISTRY
 
 
 def parse_measure(text: str | Measure) -> Measure:
@@ -156,8 +170,7 @@ def parse_measure(text: str | Measure) -> Measure:
     if key in _REFUSED:
         raise SearchTomeError(f"measure {text!r}: {_REFUSED[key]}")
     if match is None or key not in _ALIASES:
-        known = [f"{f.name}@k" for f in FAMILIES]
-        raise unknown_name("measure", str(text), known)
+        return _parse_external(str(text))
     found = REGISTRY[_ALIASES[key]]
     cutoff = int(match.group(2)) if match.group(2) else None
     if cutoff is not None and cutoff < 1:
@@ -165,6 +178,22 @@ def parse_measure(text: str | Measure) -> Measure:
     if cutoff is None and found.needs_cutoff:
         raise SearchTomeError(f"measure {text!r} needs a cutoff, e.g. {found.name}@1")
     return Measure(found.name, cutoff)
+
+
+def _parse_external(text: str) -> Measure:
+    """A measure only ir_measures knows; a typo of a built-in still gets a did-you-mean."""
+    known = [f"{f.name}@k" for f in FAMILIES]
+    if not external.available():
+        close = unknown_name("measure", text, known)
+        raise SearchTomeError(
+            f"{close}; other ir_measures measures need the {external.EXTRA!r} extra: "
+            f"{external.INSTALL_HINT}"
+        )
+    name = external.canonical_name(text)
+    if name is None:
+        error = unknown_name("measure", text, known)
+        raise SearchTomeError(f"{error}, or any measure ir_measures can parse (e.g. AP, Judged@10)")
+    return Measure(name)
 
 
 def measure_names(measures: Iterable[str | Measure]) -> list[str]:

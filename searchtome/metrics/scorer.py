@@ -4,21 +4,24 @@
 no ranking for it (ir_measures and ranx behave this way; pytrec_eval and BEIR silently drop such
 queries and average over the rest). A query with no relevant document scores 0 on every measure.
 Rankings are scored in the order given (see the tie rule in :mod:`searchtome.metrics.ties`).
+Measures the registry does not hold are computed by ir_measures (:mod:`.external`).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from searchtome.errors import SearchTomeError
+from searchtome.metrics.external import external_values
 from searchtome.metrics.family import Ranked
 from searchtome.metrics.measures import DEFAULT_MEASURES, Measure, measure_names, parse_measure
 from searchtome.metrics.qrels import Qrels
 from searchtome.metrics.structure import STRUCTURE_MEASURES
-from searchtome.metrics.ties import TIE_RULE, tied_queries
+from searchtome.metrics.ties import TIE_RULE, ties_that_matter
 from searchtome.records import Run
 
 log = logging.getLogger(__name__)
@@ -117,8 +120,36 @@ def evaluate_arrays(
             f"scores against a dataset report {', '.join(STRUCTURE_MEASURES)}"
         )
     qids = list(qrels.query_ids() if query_ids is None else query_ids)
-    ranked = rank_arrays(run, qrels, parsed, qids)
-    return {str(m): m.definition.values(ranked, m.cutoff) for m in parsed}
+    built_in = [m for m in parsed if not m.external]
+    values: dict[str, np.ndarray] = {}
+    if built_in:
+        ranked = rank_arrays(run, qrels, built_in, qids)
+        values = {str(m): m.definition.values(ranked, m.cutoff) for m in built_in}
+    values.update(external_values(run, qrels, [str(m) for m in parsed if m.external], qids))
+    return {str(m): values[str(m)] for m in parsed}
+
+
+def consequential_ties(run: Run, qrels: Qrels, measures: Iterable[str | Measure]) -> list[str]:
+    """Queries whose tied scores can change one of ``measures`` (see ``ties_that_matter``)."""
+    parsed = [parse_measure(m) for m in measures]
+    parsed = [m for m in parsed if not m.definition.needs_dataset]
+    cutoffs = [m.cutoff for m in parsed if m.cutoff and not m.definition.order_sensitive]
+    depths = [m.cutoff or math.inf for m in parsed if m.definition.order_sensitive]
+    return ties_that_matter(run, qrels, cutoffs, max(depths, default=0))
+
+
+def warn_ties(name: str, run: Run, qrels: Qrels, measures: Iterable[str | Measure]) -> int:
+    """Log one warning, with a count, when ties can change a measure; returns the count."""
+    count = len(consequential_ties(run, qrels, measures))
+    if count:
+        log.warning(
+            "%s: %d rankings have tied scores that can change a reported measure; the submitted "
+            "order decides them (tie rule: %s)",
+            name,
+            count,
+            TIE_RULE,
+        )
+    return count
 
 
 def evaluate(
@@ -128,14 +159,7 @@ def evaluate(
 ) -> dict[str, dict[str, float]]:
     """Per-query values: ``{query id: {measure: value}}`` for every qrels query (missing = 0)."""
     names = measure_names(measures)
-    ties = tied_queries(run)
-    if ties:
-        log.warning(
-            "run %s: %d queries have tied scores (tie rule: %s)",
-            run.name,
-            len(ties),
-            TIE_RULE,
-        )
+    warn_ties(f"run {run.name}", run, qrels, names)
     missing = sum(1 for q in qrels if q not in run.rankings)
     if missing:
         log.info(

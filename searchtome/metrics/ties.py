@@ -9,8 +9,10 @@
    ignores, and score dictionaries (:func:`run_from_scores`) — ids are sorted by score
    descending and ties are broken by id descending (code-point order), which is exactly what
    trec_eval does. A TREC run therefore scores the same here and in trec_eval / pytrec_eval.
-3. Tied scores are reported as a warning (the validator and the scorer say how many queries
-   have them), because a tie means the submitted order — not the model — decided the rank.
+3. Tied scores are reported as a warning where they matter, because a tie means the submitted
+   order — not the model — decided the rank: the validator counts the rankings with ties, and
+   the scorer warns once, with a count, about the queries whose ties can change a reported
+   measure (:func:`ties_that_matter`; ties below every cut-off are not reported).
 """
 
 from __future__ import annotations
@@ -56,6 +58,48 @@ def tied_queries(run: Run) -> list[str]:
     if not run.scores:
         return []
     return [qid for qid, s in run.scores.items() if count_ties(s)]
+
+
+def tie_groups(scores: Sequence[float]) -> list[tuple[int, int]]:
+    """``[start, end)`` index ranges of two or more adjacent equal scores."""
+    groups: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(scores) + 1):
+        if i == len(scores) or scores[i] != scores[start]:
+            if i - start > 1:
+                groups.append((start, i))
+            start = i
+    return groups
+
+
+def ties_that_matter(
+    run: Run,
+    judgements: Mapping[str, Mapping[str, int]],
+    cutoffs: Iterable[int],
+    order_depth: float,
+) -> list[str]:
+    """Query ids whose tied scores can change a measured value, had the tie been broken otherwise.
+
+    A tie group can change a value only when its ids are judged differently (a relevant id tied
+    with a non-relevant one) and, for measures that only count the ids in the top k (R, P,
+    Success), the group straddles k (some ids at rank <= k, some after); for measures that weigh
+    the order (nDCG, RR, anything computed by ir_measures), when it starts within their depth
+    ``order_depth`` (``inf``: any depth). Ties below every cut-off decide nothing reported.
+    """
+    if not run.scores:
+        return []
+    cuts = sorted(set(cutoffs))
+    out = []
+    for qid, values in run.scores.items():
+        ranking = run.rankings.get(qid, ())
+        judged = judgements.get(qid, {})
+        for start, end in tie_groups(values):
+            if len({judged.get(doc) for doc in ranking[start:end]}) < 2:
+                continue  # reordering ids judged alike changes no measure
+            if start < order_depth or any(start < k < end for k in cuts):
+                out.append(qid)
+                break
+    return out
 
 
 def to_ir_measures_dict(run: Run) -> dict[str, dict[str, float]]:

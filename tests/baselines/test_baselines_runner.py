@@ -5,6 +5,7 @@ Config layering itself is tested in tests/test_config.py."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 
 import pytest
@@ -23,7 +24,16 @@ def test_ls_lists_every_baseline_on_one_line(capsys):
     assert main(["ls", "baselines"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     names = [line.split()[0] for line in lines]
-    assert {"bm25", "dpr", "navtree", "toc-navtree"} <= set(names)
+    assert {
+        "bm25",
+        "bm25-plain",
+        "dpr",
+        "dsi",
+        "dsi-constrained",
+        "hybrid",
+        "navtree",
+        "toc-navtree",
+    } <= set(names)
     assert names == sorted(names)
     nav = next(line for line in lines if line.startswith("navtree "))
     assert "reconstruction" in nav and "[needs: ml]" in nav
@@ -40,7 +50,7 @@ def test_cli_run_writes_a_valid_submission(tiny_dataset, tmp_path, capsys):
     out = tmp_path / "sub"
     argv = ["run", "bm25", "--data", str(tiny_dataset), "--out", str(out), "--set", "k1=0.9"]
     assert main([*argv, "--seed", "7"]) == 0
-    assert capsys.readouterr().out.strip() == str(out)
+    assert capsys.readouterr().out.strip() == f"wrote {out}/"
     meta = json.loads((out / "meta.json").read_text())
     from searchtome.submissions import META_REQUIRED, read_submission
 
@@ -57,6 +67,15 @@ def test_cli_run_writes_a_valid_submission(tiny_dataset, tmp_path, capsys):
     from searchtome.io import sha256_file
 
     assert info["dataset"]["manifest_sha256"] == sha256_file(tiny_dataset / "manifest.json")
+    # The CPU and its ISA flags, read from /proc/cpuinfo here, not invented.
+    from searchtome.hardware import ISA_FLAGS, cpu_flags
+
+    machine = info["machine"]
+    assert set(machine["isa"]) == set(ISA_FLAGS) and machine["cores"] >= 1
+    assert machine["isa_known"] == bool(cpu_flags())
+    assert all(present == (flag in cpu_flags()) for flag, present in machine["isa"].items())
+    assert machine["cpu"] in meta["hardware"]
+    assert "dtype" not in info  # BM25 runs no model
     sub = read_submission(out)
     assert len(sub.run) == len(load(tiny_dataset).queries("test"))
     # A variant in another folder is its own system; the config from meta.json repeats the run.
@@ -194,3 +213,37 @@ def test_depth_and_gzip(tiny_dataset, tmp_path):
     assert main([*argv, "--out", str(tmp_path / "deep")]) == 0
     assert max(len(ids) for ids in read_submission(tmp_path / "deep").run.rankings.values()) > 3
     assert main([*argv, "--out", str(out), "--depth", "0"]) == 1
+
+
+def test_run_never_overwrites_another_run_by_default(tiny_dataset, tmp_path, monkeypatch, capsys):
+    from searchtome.baselines.runner import RUNS_DIR
+
+    from searchtome.commands import run as run_command
+
+    assert run_command.RUNS_DIR == RUNS_DIR  # the help text names the runner's folder
+    monkeypatch.chdir(tmp_path)
+    committed = tmp_path / "submissions" / "bm25"
+    committed.mkdir(parents=True)
+    (committed / "meta.json").write_text(json.dumps({"command": "searchtome run bm25 --data X"}))
+    (committed / "predictions.jsonl").write_text("committed\n")
+    argv = ["run", "bm25", "--data", str(tiny_dataset)]
+    assert main(argv) == 0  # the default folder is runs/bm25, not submissions/bm25
+    assert capsys.readouterr().out.strip() == "wrote runs/bm25/"
+    meta = json.loads((tmp_path / "runs" / "bm25" / "meta.json").read_text())
+    # the dataset lies outside the current folder: a placeholder, not this machine's path
+    assert meta["command"] == "searchtome run bm25 --data <DATA> --split test --seed 42"
+    assert meta["run_info"]["dataset"]["path"] == "<DATA>"
+    assert main(argv) == 0  # the same run again may replace itself
+    capsys.readouterr()
+    assert main([*argv, "--out", "submissions/bm25"]) == 1
+    err = capsys.readouterr().err
+    assert "submissions/bm25: was written by: searchtome run bm25 --data X;" in err
+    assert "--force" in err and (committed / "predictions.jsonl").read_text() == "committed\n"
+    assert main([*argv, "--seed", "3"]) == 1  # another run into runs/bm25
+    assert main([*argv, "--out", "submissions/bm25", "--force"]) == 0
+    assert not (committed / "predictions.jsonl").read_text().startswith("committed")
+    inside = tmp_path / "data"
+    shutil.copytree(tiny_dataset, inside)
+    assert main(["run", "bm25", "--data", str(inside), "--out", str(tmp_path / "x")]) == 0
+    meta = json.loads((tmp_path / "x" / "meta.json").read_text())
+    assert meta["command"].startswith("searchtome run bm25 --data data --split test --out x ")

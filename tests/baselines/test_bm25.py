@@ -144,3 +144,29 @@ def test_bm25_is_deterministic_and_configurable(tiny_dataset):
     assert c.scores != a.scores
     _, d = _run(tiny_dataset, depth=2)
     assert all(len(v) <= 2 for v in d.rankings.values())
+
+
+def test_bm25_plain_is_the_reproductions_configuration(tiny_dataset):
+    """``bm25-plain``: rank-bm25's defaults, lower-cased words of any length, section text only;
+    its ranking is ``bm25`` with those settings spelled out."""
+    import inspect
+
+    from rank_bm25 import BM25Okapi
+    from searchtome.baselines import registry
+    from searchtome.baselines.runner import execute
+
+    spec = registry.get("bm25-plain")
+    cfg = spec.config_cls()
+    defaults = inspect.signature(BM25Okapi.__init__).parameters
+    assert (cfg.k1, cfg.b, cfg.epsilon) == tuple(
+        defaults[k].default for k in ("k1", "b", "epsilon")
+    )
+    assert (cfg.variant, cfg.title, cfg.stopwords, cfg.stemmer) == ("okapi", "none", "none", "none")
+    words = ["a", "child", "s", "2", "year", "old", "x"]
+    assert cfg.analyzer.tokenize("A child's 2-year-old_x") == words
+    plain, meta, _ = execute("bm25-plain", tiny_dataset, "test")
+    spelled = {"k1": 1.5, "b": 0.75, "title": "none", "stopwords": "none", "stemmer": "none"}
+    same, _, _ = execute("bm25", tiny_dataset, "test", None, {**spelled, "min_token_length": 1})
+    assert plain.name == "bm25-plain" and plain.rankings == same.rankings
+    assert plain.rankings != execute("bm25", tiny_dataset, "test")[0].rankings
+    assert meta["config"]["k1"] == 1.5

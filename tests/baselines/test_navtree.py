@@ -177,3 +177,28 @@ def test_tree_baselines_beat_random_and_stay_in_the_book(nav_runs, name):
         assert "reconstruction" in notes["reconstruction"]
     else:
         assert "ToC" in notes["description"]
+
+
+def test_hybrid_is_navtree_without_its_walk(tiny_dataset, tmp_path, monkeypatch):
+    """``hybrid`` is NavTree's flat fusion: equal to ``navtree`` with ``anchor_height=0``, and
+    a real walk (a tight beam over a wide region) does reorder some ranking."""
+    pytest.importorskip("torch")
+    from searchtome.baselines.navtree import HybridConfig, run_hybrid, run_navtree
+    from searchtome.baselines.registry import RunContext
+
+    monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path))
+    ds = load(tiny_dataset)
+    hybrid_cfg = HybridConfig(chunk_tokens=24)
+    assert hybrid_cfg.navtree() == NavTreeConfig(chunk_tokens=24, anchor_height=0)
+    hybrid = run_hybrid(ds, "test", hybrid_cfg, RunContext(cache_dir=tmp_path))
+    flat = run_navtree(ds, "test", hybrid_cfg.navtree(), RunContext(cache_dir=tmp_path))
+    assert hybrid.rankings == flat.rankings
+    walked = run_navtree(
+        ds,
+        "test",
+        NavTreeConfig(chunk_tokens=24, anchor_height=3, beam=1, anchors=1),
+        RunContext(cache_dir=tmp_path),
+    )
+    assert walked.rankings != hybrid.rankings
+    with pytest.raises(SearchTomeError, match="alpha"):
+        HybridConfig(alpha=2.0)

@@ -21,10 +21,16 @@ from searchtome.baselines.generative.beam import beam_search  # noqa: E402
 from searchtome.baselines.generative.books import book_context  # noqa: E402
 from searchtome.baselines.generative.config import GenRetConfig  # noqa: E402
 from searchtome.baselines.generative.engine import (  # noqa: E402
+    decode_text,
     load_lm,
     rank_from_scores,
     score_trie,
     score_uncached,
+)
+from searchtome.baselines.generative.layouts import (  # noqa: E402
+    PaperTemplate,
+    get_layout,
+    toc_lines,
 )
 from searchtome.baselines.generative.train import (  # noqa: E402
     LoraSettings,
@@ -37,18 +43,158 @@ from searchtome.baselines.generative.train import (  # noqa: E402
 
 from searchtome.dataset.loader import load  # noqa: E402
 from searchtome.errors import SearchTomeError  # noqa: E402
+from searchtome.records import TocNode  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
 CFG = GenRetConfig(dtype="float32", device="cpu", restricted="exclude")
+V1 = GenRetConfig(dtype="float32", device="cpu", restricted="exclude", prompt_layout="v1")
+
+# The paper layout's STAIR prefix for the tiny dataset's first book (paper Table 2's order).
+PAPER_PREFIX = (
+    "### Book: Alpha Biology\n"
+    "Pick the section of the table of contents below that can answer the user query. "
+    "Write only that section, exactly as its line reads, and no explanation.\n"
+    "### Table of Contents\n"
+    "1 Cells\n1.1 Membranes\nleaf 1.1.1 Lipids\nleaf 1.1.2 Proteins\nleaf 1.1.3 Summary\n"
+    "1.2 Energy\nleaf 1.2.1 Glycolysis\nleaf 1.2.2 Summary\n"
+    "2 Organisms\n2.1 Plants\nleaf 2.1.1 Roots\nleaf 2.1.2 Leaves\nleaf 2.2 Animals\n"
+)
+# SmolLM2's chat template around the user message, as v1 renders it.
+CHAT_HEAD = (
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face<|im_end|>\n<|im_start|>user\n"
+)
+CHAT_TAIL = "<|im_end|>\n<|im_start|>assistant\n"
+# The v1 STAIR prefix exactly as the toolkit wrote it before the paper layout existed.
+V1_PREFIX = (
+    CHAT_HEAD + "You locate answers in a book. Below is the book's table of contents, one entry "
+    "per line, each entry indented under the entry that contains it. Reply with the leaf entry "
+    "(one that has no entries under it) whose section answers the question: write its full path "
+    "of titles from the top level down, joined by ' > ', exactly as in the table of contents."
+    "\n\nBook: Alpha Biology\n\nTable of contents:\n- Cells\n  - Membranes\n    - Lipids\n"
+    "    - Proteins\n    - Summary\n  - Energy\n    - Glycolysis\n    - Summary\n- Organisms\n"
+    "  - Plants\n    - Roots\n    - Leaves\n  - Animals\n\n"
+)
 
 
-def _setup(model_dir: Path, data: Path, book: str = "alpha-bio", with_toc: bool = True):
+def _setup(
+    model_dir: Path,
+    data: Path,
+    book: str = "alpha-bio",
+    with_toc: bool = True,
+    cfg: GenRetConfig = CFG,
+):
     one_thread()
     lm = load_lm(str(model_dir), dtype="float32", device="cpu")
     ds = load(data)
-    ctx = book_context(lm, ds, book, CFG, with_toc=with_toc, seed=0)
+    ctx = book_context(lm, ds, book, cfg, with_toc=with_toc, seed=0)
     return lm, ds, ctx
+
+
+def _node(ordinal: str, title: str, leaf: bool) -> TocNode:
+    parent = ordinal.rsplit(".", 1)[0] if "." in ordinal else None
+    return TocNode(
+        f"wc/{ordinal}",
+        "wc",
+        title,
+        ordinal.count(".") + 1,
+        1,
+        f"wc/{parent}" if parent else None,
+        leaf,
+        (title,),
+    )
+
+
+def test_section_numbers_are_the_books_own_else_the_ordinal_path() -> None:
+    nodes = [
+        _node("1", "Chapter 1: Fundamental Change in Education", False),
+        _node("1.1", "12.9 Step seven: design course structure and learning", True),
+        _node("1.2", "Introduction", True),
+        _node("2", "Part Two", False),
+        _node("2.1", "12.9 Step seven: design course structure and learning", True),
+        _node("2.2", "", True),
+        _node("2.3", "3. Methods", True),
+    ]
+    assert list(toc_lines(nodes).values()) == [
+        "1 Chapter 1: Fundamental Change in Education",
+        "leaf 12.9 Step seven: design course structure and learning",
+        "leaf 1.2 Introduction",
+        "2 Part Two",
+        "leaf 12.9 Step seven: design course structure and learning (2)",  # unique in the book
+        "leaf 2.2",
+        "leaf 3. Methods",
+    ]
+    leaves = get_layout("paper").leaf_identifiers(nodes)
+    assert list(leaves) == ["wc/1.1", "wc/1.2", "wc/2.1", "wc/2.2", "wc/2.3"]
+
+
+def test_paper_prompt_is_table_2s_layout_and_the_target_is_the_leaf_line(
+    tiny_lm_dir, tiny_dataset
+) -> None:
+    lm, ds, book = _setup(tiny_lm_dir, tiny_dataset)  # the default layout
+    assert CFG.prompt_layout == "paper"
+    assert lm.tokenizer.decode(book.prefix_ids) == PAPER_PREFIX
+    assert book.prefix_ids == lm.encode(PAPER_PREFIX)
+    assert book.identifiers == {
+        "alpha-bio/1.1.1": "leaf 1.1.1 Lipids",
+        "alpha-bio/1.1.2": "leaf 1.1.2 Proteins",
+        "alpha-bio/1.1.3": "leaf 1.1.3 Summary",
+        "alpha-bio/1.2.1": "leaf 1.2.1 Glycolysis",
+        "alpha-bio/1.2.2": "leaf 1.2.2 Summary",
+        "alpha-bio/2.1.1": "leaf 2.1.1 Roots",
+        "alpha-bio/2.1.2": "leaf 2.1.2 Leaves",
+        "alpha-bio/2.2": "leaf 2.2 Animals",
+    }
+    q = ds.queries("train", "alpha-bio")[0]
+    suffix = book.suffix_ids(lm, q.text, book.query_label, CFG.max_input_tokens)
+    query_part = f"### Query: {q.text}\n### Section:\n"
+    assert lm.tokenizer.decode(suffix) == query_part
+    # Training target = the leaf line + EOS; prompt and completion tokenize as one text does.
+    example = build_examples(lm, ds, {"alpha-bio": book}, ["alpha-bio"], CFG)[0]
+    assert example.suffix == tuple(suffix) and example.target[-1] == lm.eos_id
+    full = PAPER_PREFIX + query_part + book.identifiers[q.leaf_id]
+    assert book.prefix_ids + suffix + list(example.target[:-1]) == lm.encode(full)
+
+
+def test_paper_prompt_starts_with_bos_only_where_the_tokenizer_adds_one(tiny_lm_dir) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    raw = Tokenizer(models.WordLevel({"<s>": 0, "[UNK]": 1, "x": 2}, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    raw.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    llama_like = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<s>", unk_token="[UNK]")
+    template = PaperTemplate("Pick.")
+    prefix, pattern = template.split(llama_like, "T", "leaf 1 A")
+    assert prefix == "<s>### Book: T\nPick.\n### Table of Contents\nleaf 1 A\n"
+    assert pattern == "{label}: {text}\n### Section:\n"
+    smollm2 = AutoTokenizer.from_pretrained(tiny_lm_dir)  # adds no BOS to plain text
+    assert template.split(smollm2, "T", "leaf 1 A")[0].startswith("### Book: T\n")
+
+
+def test_v1_layout_reproduces_the_earlier_prompts_byte_for_byte(tiny_lm_dir, tiny_dataset) -> None:
+    lm, ds, book = _setup(tiny_lm_dir, tiny_dataset, cfg=V1)
+    assert lm.tokenizer.decode(book.prefix_ids) == V1_PREFIX
+    assert book.prefix_ids == lm.encode(V1_PREFIX)
+    assert lm.tokenizer.decode(book.tail_ids) == CHAT_TAIL
+    q = ds.queries("test", "alpha-bio")[0]
+    suffix = book.suffix_ids(lm, q.text, book.query_label, V1.max_input_tokens)
+    assert lm.tokenizer.decode(suffix) == f"Question: {q.text}{CHAT_TAIL}"
+    assert book.identifiers["alpha-bio/1.2.1"] == "Cells > Energy > Glycolysis"
+    assert book.identifiers["alpha-bio/2.2"] == "Organisms > Animals"
+
+
+def test_paper_outputs_map_to_leaves_non_leaves_or_invalid_ids(tiny_dataset) -> None:
+    index = get_layout("paper").index(load(tiny_dataset).toc("alpha-bio"))
+    assert index.match("leaf 1.2.1 Glycolysis") == ("alpha-bio/1.2.1", "leaf")
+    assert index.match(" LEAF 1.2.1  glycolysis") == ("alpha-bio/1.2.1", "leaf")
+    assert index.match("1.2.1 Glycolysis") == ("alpha-bio/1.2.1", "leaf")  # prefix dropped
+    assert index.match("1.2 Energy") == ("alpha-bio/1.2", "non-leaf")
+    assert index.match("leaf 1.2 Energy") == ("alpha-bio/1.2", "non-leaf")  # prefix added
+    for text in ("leaf 1.2.9 Photosynthesis", "Cells > Energy > Glycolysis"):
+        item, kind = index.match(text)
+        assert kind == "invalid" and item.startswith("alpha-bio/invalid-")
 
 
 def _perturb_lora(lm, seed: int, scale: float = 0.5) -> None:
@@ -60,11 +206,12 @@ def _perturb_lora(lm, seed: int, scale: float = 0.5) -> None:
                 p.copy_(torch.randn(p.shape, generator=gen) * scale)
 
 
-def test_exact_ranking_equals_uncached_computation(tiny_lm_dir, tiny_dataset) -> None:
-    lm, ds, book = _setup(tiny_lm_dir, tiny_dataset)
+@pytest.mark.parametrize("cfg", [CFG, V1], ids=["paper", "v1"])
+def test_exact_ranking_equals_uncached_computation(tiny_lm_dir, tiny_dataset, cfg) -> None:
+    lm, ds, book = _setup(tiny_lm_dir, tiny_dataset, cfg=cfg)
     prefix = lm.prefix_cache(book.prefix_ids)
     for q in ds.queries("test", "alpha-bio")[:3]:
-        suffix = book.suffix_ids(lm, q.text, "Question", CFG.max_input_tokens)
+        suffix = book.suffix_ids(lm, q.text, book.query_label, cfg.max_input_tokens)
         cached = score_trie(lm, prefix, suffix, book.trie, chunk=5)  # several chunks
         reference = score_uncached(lm, book.prefix_ids + suffix, book.trie.sequences)
         assert cached.keys() == reference.keys() == set(book.identifiers)
@@ -80,7 +227,7 @@ def test_exact_ranking_equals_uncached_on_smollm2(smollm2_dir, tiny_dataset) -> 
     lm, ds, book = _setup(smollm2_dir, tiny_dataset)
     prefix = lm.prefix_cache(book.prefix_ids)
     q = ds.queries("test", "alpha-bio")[0]
-    suffix = book.suffix_ids(lm, q.text, "Question", CFG.max_input_tokens)
+    suffix = book.suffix_ids(lm, q.text, book.query_label, CFG.max_input_tokens)
     cached = score_trie(lm, prefix, suffix, book.trie)
     reference = score_uncached(lm, book.prefix_ids + suffix, book.trie.sequences)
     assert max(abs(cached[k] - reference[k]) for k in cached) < 1e-3
@@ -91,7 +238,9 @@ def test_beam_search_with_enough_beams_is_the_exact_ranking(tiny_lm_dir, tiny_da
     lm, ds, book = _setup(tiny_lm_dir, tiny_dataset)
     prefix = lm.prefix_cache(book.prefix_ids)
     queries = ds.queries("test", "alpha-bio")[:4]
-    suffixes = [book.suffix_ids(lm, q.text, "Question", CFG.max_input_tokens) for q in queries]
+    suffixes = [
+        book.suffix_ids(lm, q.text, book.query_label, CFG.max_input_tokens) for q in queries
+    ]
     # One tree for all queries (the CPU layout) and one row per query (the GPU layout) agree.
     together = beam_search(lm, prefix, suffixes, trie=book.trie, num_beams=len(book.trie))
     apart = beam_search(lm, prefix, suffixes, trie=book.trie, num_beams=len(book.trie), group=1)
@@ -124,12 +273,17 @@ def test_constrained_decoding_returns_only_leaves_for_any_adapter(
     _perturb_lora(lm, seed, scale=float(seed % 7))
     prefix = lm.prefix_cache(book.prefix_ids)
     texts = [" ".join(words) or "?", "Which part is about duty?"]
-    suffixes = [book.suffix_ids(lm, t, "Question", CFG.max_input_tokens) for t in texts]
+    suffixes = [book.suffix_ids(lm, t, book.query_label, CFG.max_input_tokens) for t in texts]
     results = beam_search(lm, prefix, suffixes, trie=book.trie, num_beams=beams)
     for suffix, hyps in zip(suffixes, results, strict=True):
         assert len(hyps) == min(beams, len(book.trie))
         keys = [book.trie.lookup(t) for t, _ in hyps]
         assert all(k in book.identifiers for k in keys) and len(set(keys)) == len(keys)
+        # What comes out is a leaf line of the ToC, word for word.
+        texts = [decode_text(lm, t) for t, _ in hyps]
+        assert texts == [book.identifiers[k] for k in keys]
+        toc_text = lm.tokenizer.decode(book.prefix_ids)
+        assert all(t.startswith("leaf ") and f"\n{t}\n" in toc_text for t in texts)
         scores = [s for _, s in hyps]
         assert scores == sorted(scores, reverse=True)
         # Beam scores are true log-probabilities: they equal the exact scores of those leaves.
@@ -232,7 +386,7 @@ def test_adapter_save_and_reload_give_identical_outputs(
     _train(lm, ds, book, TrainSettings(lr=1e-2, batch_size=8, max_epochs=2), tmp_path / "w")
     lm.peft.save_pretrained(str(tmp_path / "adapter"))
     suffixes = [
-        book.suffix_ids(lm, q.text, "Question", CFG.max_input_tokens)
+        book.suffix_ids(lm, q.text, book.query_label, CFG.max_input_tokens)
         for q in ds.queries("test", "alpha-bio")[:3]
     ]
     before = beam_search(lm, lm.prefix_cache(book.prefix_ids), suffixes, trie=book.trie)
@@ -272,7 +426,11 @@ def test_stair_run_is_deterministic_and_reuses_its_adapter(
     run1, _, info1 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
     notes1 = info1["notes"]
     assert notes1["epochs"] == 2 and not notes1.get("adapter_reused")
-    assert Path(notes1["adapter"], "adapter_config.json").is_file()
+    from searchtome.settings import home
+
+    # meta.json records cache paths portably ("$SEARCHTOME_HOME/..."), never this machine's.
+    adapter = Path(notes1["adapter"].replace("$SEARCHTOME_HOME", str(home())))
+    assert (adapter / "adapter_config.json").is_file()
     run2, _, info2 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
     assert info2["notes"]["adapter_reused"] is True
     assert run2.rankings == run1.rankings and run2.scores == run1.scores
@@ -284,11 +442,13 @@ def test_stair_run_is_deterministic_and_reuses_its_adapter(
     assert run3.rankings == run1.rankings
     for qid, scores in run1.scores.items():
         assert run3.scores[qid] == pytest.approx(scores, abs=1e-5)
-    # Every query of both books gets valid leaves of its own book, three per query.
+    # Every query of both books gets valid leaves of its own book, ten per query (ten beams)
+    # or every leaf where a book has fewer.
     ds = load(tiny_dataset)
     for qid, ids in run1.rankings.items():
         book = ds.query_by_id[qid].book_id
-        assert len(ids) == 3 and all(i.startswith(book + "/") for i in ids)
+        assert len(ids) == min(10, len(ds.leaves(book)))
+        assert all(i.startswith(book + "/") for i in ids)
 
 
 def test_exact_decoding_ranks_every_leaf(tiny_lm_dir, tiny_dataset, tmp_path) -> None:
@@ -344,7 +504,19 @@ def test_paper_configs_parse() -> None:
     assert (stair.lora_r, stair.lora_alpha, stair.max_epochs, stair.patience) == (16, 32, 200, 20)
     assert stair.max_input_tokens == 14000 and stair.max_output_tokens == 64
     assert stair.adapt_toc and stair.lora_layers == 0 and stair.dtype == "bfloat16"
+    assert stair.prompt_layout == "paper"
     dsi = make_config(DSIConfig, config_path("dsi-mistral7b"))
     assert dsi.max_input_tokens == 512 and dsi.max_epochs == 200
+    assert dsi.decode == "free" and dsi.free_form  # the paper's DSI decodes freely
     with pytest.raises(SearchTomeError, match="did you mean"):
         config_path("stair-mistral")
+
+
+def test_wrapping_with_lora_raises_no_deprecation_noise(tiny_lm_dir, tiny_dataset) -> None:
+    import warnings
+
+    lm, _ds, _book = _setup(tiny_lm_dir, tiny_dataset)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # over this module's FutureWarning filter
+        attach_lora(lm, LoraSettings(r=4, alpha=8, layers=0), seed=1)
+    assert not [w for w in caught if "is_gradient_checkpointing" in str(w.message)]

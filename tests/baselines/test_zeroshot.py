@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 from searchtome.baselines.generative.common import IdentifierIndex, is_invalid_id
+from searchtome.baselines.generative.layouts import get_layout
 from searchtome.baselines.generative.zeroshot import ZeroShotConfig, parse_reply, run_zeroshot
 from searchtome.baselines.registry import RunContext
 
@@ -38,22 +39,69 @@ def test_parse_reply_is_lenient_but_drops_nothing(tiny_dataset) -> None:
     assert parse_reply("", index, 3) == ([], [])
 
 
-def test_endpoint_backend_over_http_with_cache(tiny_dataset, tmp_path) -> None:
+def test_parse_reply_reads_the_paper_layouts_lines(tiny_dataset) -> None:
+    index = get_layout("paper").index(load(tiny_dataset).toc("alpha-bio"))
+    reply = "Here are the sections:\n1. leaf 1.1.1 Lipids\n2. 1.2.1 Glycolysis\n- 1.1 Membranes"
+    ids, kinds = parse_reply(reply, index, 3)
+    assert ids == ["alpha-bio/1.1.1", "alpha-bio/1.2.1", "alpha-bio/1.1"]
+    assert kinds == ["leaf", "leaf", "non-leaf"]
+    ids, kinds = parse_reply("leaf 9.9 Photosynthesis\nRoots", index, 3)
+    assert kinds == ["invalid", "leaf"] and ids[1] == "alpha-bio/2.1.1"
+
+
+# The user message of the tiny dataset's first test query, in either layout.
+TOC_V1 = (
+    "- Cells\n  - Membranes\n    - Lipids\n    - Proteins\n    - Summary\n  - Energy\n"
+    "    - Glycolysis\n    - Summary\n- Organisms\n  - Plants\n    - Roots\n    - Leaves\n"
+    "  - Animals"
+)
+TOC_PAPER = (
+    "1 Cells\n1.1 Membranes\nleaf 1.1.1 Lipids\nleaf 1.1.2 Proteins\nleaf 1.1.3 Summary\n"
+    "1.2 Energy\nleaf 1.2.1 Glycolysis\nleaf 1.2.2 Summary\n2 Organisms\n2.1 Plants\n"
+    "leaf 2.1.1 Roots\nleaf 2.1.2 Leaves\nleaf 2.2 Animals"
+)
+MESSAGES = {
+    "v1": "You locate answers in a book. Below is the book's table of contents, one entry per "
+    "line, each entry indented under the entry that contains it. List the three leaf entries "
+    "(entries with nothing under them) most likely to answer the question, best first, one per "
+    "line, each as its full path of titles joined by ' > ', exactly as in the table of contents. "
+    f"Write nothing else.\n\nBook: Alpha Biology\n\nTable of contents:\n{TOC_V1}\n\n"
+    "Question: What is said about quartz and meadow?",
+    "paper": "### Book: Alpha Biology\nPick the three sections of the table of contents below "
+    "(lines starting with 'leaf') most likely to answer the user query, best first. Write each "
+    f"exactly as its line reads, one per line, and nothing else.\n### Table of Contents\n"
+    f"{TOC_PAPER}\n### Query: What is said about quartz and meadow?\n### Section:",
+}
+REPLIES = {
+    "v1": (
+        "1. Cells > Energy > Glycolysis\n2. Cells > Energy\n3. Mitochondria",
+        "Contracts > Formation > Offer",
+    ),
+    "paper": ("1. leaf 1.2.1 Glycolysis\n2. 1.2 Energy\n3. Mitochondria", "leaf 1.1.1 Offer"),
+}
+
+
+@pytest.mark.parametrize("layout", ["paper", "v1"])
+def test_endpoint_backend_over_http_with_cache(tiny_dataset, tmp_path, layout) -> None:
     ds = load(tiny_dataset)
+    first = ds.queries("test")[0]
+    asked: dict[str, str] = {}
 
     def reply(messages, body):
         text = messages[-1]["content"]
-        assert "Table of contents:" in text and "Question:" in text
-        if "Alpha Biology" in text:
-            return "1. Cells > Energy > Glycolysis\n2. Cells > Energy\n3. Mitochondria"
-        return "Contracts > Formation > Offer"
+        asked[text.rsplit("uery: " if layout == "paper" else "Question: ", 1)[1]] = text
+        return REPLIES[layout][0 if "Alpha Biology" in text else 1]
 
     with FakeOpenAIServer(reply=reply, model="fake-model") as server:
-        cfg = ZeroShotConfig(backend="openai", model="fake-model", base_url=server.base_url)
+        cfg = ZeroShotConfig(
+            backend="openai", model="fake-model", base_url=server.base_url, prompt_layout=layout
+        )
         ctx = RunContext(cache_dir=tmp_path)
         run = run_zeroshot(ds, "test", cfg, ctx)
         n_requests = len(server.chat_records())
         assert n_requests == len(ds.queries("test"))
+        assert first.book_id == "alpha-bio"  # v1's message is the earlier one, byte for byte
+        assert [t for t in asked.values() if first.text in t] == [MESSAGES[layout]]
         for q in ds.queries("test"):
             ids = run.rankings[q.query_id]
             if q.book_id == "alpha-bio":
@@ -83,6 +131,7 @@ def test_endpoint_failures_are_reported_not_hidden(tiny_dataset, tmp_path) -> No
 def test_local_backend_runs_in_process(tiny_lm_dir, tiny_dataset, tmp_path) -> None:
     ds = load(tiny_dataset)
     cfg = ZeroShotConfig(model=str(tiny_lm_dir), dtype="float32", device="cpu", max_new_tokens=12)
+    assert cfg.prompt_layout == "paper"
     ctx = RunContext(cache_dir=tmp_path)
     run = run_zeroshot(ds, "test", cfg, ctx)
     assert set(run.rankings) == {q.query_id for q in ds.queries("test")}

@@ -32,9 +32,12 @@ def test_only_the_flags_given_are_explicit():
         "filters.min_chars": 5,
         "stop": ["a"],
     }
-    assert explicit_options(_parse("--base-url", "http://x/v1"))["endpoint"] == "http://x/v1"
-    both = _parse("--base-url", "http://x/v1", "--endpoint", "local")
-    assert explicit_options(both)["endpoint"] == "local"
+    assert explicit_options(_parse("--base-url", "http://x/v1"))["endpoint"] == ["http://x/v1"]
+    # Repeated, and with its alias: every endpoint kept, in the order given.
+    many = _parse("--endpoint", "http://a/v1", "--base-url", "http://x/v1", "--endpoint", "b")
+    assert explicit_options(many)["endpoint"] == ["http://a/v1", "http://x/v1", "b"]
+    opts = options_from_args(_parse("--endpoint", "http://a/v1", "--endpoint", "http://b/v1"))
+    assert opts.endpoint == ("http://a/v1", "http://b/v1")
 
 
 def test_without_settings_from_the_flags_go_over_the_defaults():

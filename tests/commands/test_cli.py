@@ -60,3 +60,30 @@ def test_errors_are_one_line_without_traceback(tmp_path) -> None:
 def test_no_command_prints_help(capsys) -> None:
     assert main([]) == 2
     assert "usage: searchtome" in capsys.readouterr().out
+
+
+def _options_without_help(parser, path=()):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options_without_help(sub, (*path, name))
+        elif action.help is None and not isinstance(action, argparse._HelpAction):
+            yield " ".join(path), action.option_strings or action.dest
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    assert list(_options_without_help(build_parser())) == []
+
+
+def test_help_defaults_are_the_ones_the_code_uses() -> None:
+    from searchtome.commands.compare import COMPARE_MEASURES
+    from searchtome.generate.options import LOCAL_DEFAULTS
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices
+    compare_help = " ".join(sub["compare"].format_help().split())
+    assert f"(default: {' '.join(COMPARE_MEASURES)})" in compare_help
+    build_help = " ".join(sub["build"].format_help().split())
+    assert f"{LOCAL_DEFAULTS['max_tokens']} with --endpoint local" in build_help

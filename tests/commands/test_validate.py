@@ -36,7 +36,8 @@ def test_validate_cli(
     assert data[0]["ok"] is False and data[0]["problems"][0]["code"]
     partial = submission_folder(tmp_path, ds, all_lines(ds, skip=3), name="partial")
     assert main(["validate", str(partial), "--data", str(tiny_dataset)]) == 1
-    capsys.readouterr()
+    out = capsys.readouterr().out
+    assert f"{partial}: INVALID (1 error); " in out  # one error: "error", not "errors"
     assert main(["validate", str(partial), "--data", str(tiny_dataset), "--partial"]) == 0
     # a bare TREC file validates without meta.json
     trec = write_trec(tmp_path / "bm25.trec", perfect_run(ds))

@@ -140,3 +140,21 @@ def test_whole_child_export(tmp_path: Path) -> None:
     }
     corpus, queries, qrels, _ = beir_load(tmp_path / "beir" / "whole-child", "test")
     assert len(corpus) == 129 and len(queries) == len(qrels) == 1758
+
+
+def test_per_split_query_files_hold_that_split_only(tiny_dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "beir"
+    export_beir(tiny_dataset, out)
+    ds = searchtome.load(str(tiny_dataset))
+    for folder in ("pooled", *ds.book_ids()):
+        every = (out / folder / "queries.jsonl").read_text().splitlines()
+        joined = []
+        for split in SPLITS:
+            lines = (out / folder / f"queries.{split}.jsonl").read_text().splitlines()
+            rows = [json.loads(line) for line in lines]
+            book = None if folder == "pooled" else folder
+            assert [r["_id"] for r in rows] == [q.query_id for q in ds.queries(split, book)]
+            assert {r["metadata"]["split"] for r in rows} <= {split}
+            joined += lines
+        # The split files are the standard file cut by split, line for line.
+        assert sorted(joined) == sorted(every)

@@ -69,10 +69,13 @@ def test_generated_content(data: Path) -> None:
     meta = _header(card)
     assert meta["license"] == ["cc-by-4.0", "cc-by-nc-sa-4.0"]
     assert meta["task_categories"] == ["text-retrieval"]
+    assert meta["annotations_creators"] == ["machine-generated"]
+    assert meta["source_datasets"] == ["original"] and meta["size_categories"] == ["n<1K"]
+    # the viewer's order: what is retrieved and what is asked before the qrels joining them
     assert [c["config_name"] for c in meta["configs"]] == [
-        "default",
         "corpus",
         "queries",
+        "default",
         "books",
         "toc",
         "paragraphs",

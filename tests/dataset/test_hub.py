@@ -88,7 +88,13 @@ def test_dry_run_prints_plan_without_network(
     assert "then tag: v1" in out and "card diff" in out
     assert '+corpus = load_dataset("org/tiny", "corpus", split="corpus")' in out
     assert "no network call" in out
-    assert TOKEN not in out
+    assert TOKEN not in out and "token: found (HF_TOKEN or the login cache); not shown" in out
+    monkeypatch.delenv("HF_TOKEN")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(data.parent / "no-login" / "token"))
+    assert main(["publish", str(data), "--repo", "org/tiny", "--dry-run"]) == 0
+    assert "token: none set; the real publish would stop here" in capsys.readouterr().out
 
 
 def test_plan_sizes_match_what_a_publish_writes(data: Path) -> None:

@@ -19,9 +19,12 @@ from searchtome.dataset.layout import verify_manifest
 from searchtome.errors import SearchTomeError
 from searchtome.generate.options import BuildOptions
 from searchtome.generate.pipeline import build
+from searchtome.generate.questions import questions_for
+from searchtome.generate.splits import DEFAULT_RATIOS
 from searchtome.io import read_json, sha256_file
 from searchtome.llm.cache import ResponseCache
 from searchtome.llm.local import _healthy
+from searchtome.sample.render import render_book
 from tests.fixtures.fake_openai import FakeOpenAIServer, Fault
 
 REPO = Path(__file__).resolve().parents[2]
@@ -183,8 +186,12 @@ def test_pdf_dir_build_end_to_end(pdf_dir, server, tmp_path, capsys):
     queries = [q for s in ("train", "dev", "test") for q in ds.queries(s)]
     report = read_json(out / "build-report.json")
     removed = report["removed_questions"]
-    assert len(queries) + len(removed) == 6 * len(units)  # 6 questions asked per unit
+    # A remote endpoint is asked for questions by unit length ("auto") by default.
+    asked = sum(questions_for(u.text, "auto") for u in units.values())
+    assert len(queries) + len(removed) == asked != 6 * len(units)
     assert {r["reason"] for r in removed} <= {"duplicate"} and not report["failed_units"]
+    # No paper figures for these books, so no comparison and no depth.
+    assert "paper_comparison" not in report and "Table 1" not in printed
     for q in queries:
         assert q.leaf_id == units[q.unit_id].leaf_id  # gold = the leaf the unit came from
         assert "/" not in q.query_id
@@ -198,10 +205,13 @@ def test_pdf_dir_build_end_to_end(pdf_dir, server, tmp_path, capsys):
     manifest = read_json(out / "manifest.json")
     gen = manifest["generation"]
     assert gen["model"] == "mistralai/Mixtral-8x7B-Instruct-v0.1"
-    assert gen["endpoint_host"] == f"127.0.0.1:{server.port}"
+    # Which endpoint answered is not recorded: the dataset is the same whichever replica did.
+    assert gen["endpoint_kind"] == "openai-compatible" and "endpoint_host" not in gen
     assert gen["prompt_version"] == "questions-v1" and gen["seed"] == 42
     assert gen["sampling"]["temperature"] == 0.0 and gen["sampling"]["seed"] == 42
     assert manifest["split"]["rule"] == "by-unit" and manifest["split"]["seed"] == 42
+    assert manifest["split"]["ratios"] == DEFAULT_RATIOS and gen["questions_per_unit"] == "auto"
+    assert manifest["extraction"] == {"infer_toc": False}
     assert manifest["restrictions"] == {"river-atlas": ["no-llm-training"]}
     assert set(manifest["versions"]) >= {"searchtome", "pymupdf"}
     assert manifest["collection"]["files"]["river-atlas.pdf"] == sha256_file(
@@ -398,6 +408,77 @@ def test_catalog_build_keeps_restrictions(tmp_path, server):
     assert manifest["restrictions"] == {"law-notes": ["no-llm-training", "share-alike"]}
 
 
+def test_catalog_build_cuts_at_the_recorded_depth_and_compares_with_the_paper(tmp_path, server):
+    from searchtome.ingest.depth import leaf_counts
+    from searchtome.ingest.toc import read_toc
+    from searchtome.sample.render import sample_spec
+
+    src = tmp_path / "src"
+    src.mkdir()
+    deep = render_book(sample_spec(chapters=2, seed=4), src / "deep-book.pdf")
+    make_pdf(src / "plain-book.pdf", chapters=1, sections=2, seed=6)
+    counts = leaf_counts(read_toc(deep.path).nodes)
+    assert counts == (2, 5, 10)  # the paper's 5 leaves are the outline cut at depth 2
+    paper = f"{{ pages = {deep.n_pages + 1}, leaves = 5, test = 30, train = 20, dev = 10 }}"
+    catalog = tmp_path / "catalog.toml"
+    catalog.write_text(
+        'name = "paperlike"\nversion = "1"\n\n'
+        f'[[books]]\nbook_id = "deep-book"\ndomain = "Law"\ntitle = "Deep"\npaper = {paper}\n\n'
+        '[[books]]\nbook_id = "plain-book"\ndomain = "Law"\ntitle = "Plain"\n'
+    )
+    opts = BuildOptions(
+        out=tmp_path / "data",
+        catalog=catalog,
+        source_dir=src,
+        endpoint=server.base_url,
+        unit_min_chars=100,
+        cache=tmp_path / "c.sqlite",
+    )
+    summary = build(opts)  # the depth comes from the lock file fetch wrote (the catalog has none)
+    ds = searchtome.load(opts.out)
+    assert len(ds.leaves("deep-book")) == 5 and len(ds.leaves("plain-book")) == 2
+    deep_leaf = next(leaf for leaf in ds.leaves("deep-book") if leaf.leaf_id.endswith("/1.1"))
+    for sub in (s for s in deep.sections if s.key.startswith("1.1.")):
+        assert " ".join(sub.paragraphs[0].split()) in " ".join(deep_leaf.text.split())
+    manifest = read_json(opts.out / "manifest.json")
+    assert manifest["extraction"] == {"infer_toc": False, "leaf_depth": {"deep-book": 2}}
+
+    report = read_json(opts.out / "build-report.json")["paper_comparison"]
+    assert list(report) == ["deep-book"]  # the plain book has no paper figures
+    entry = report["deep-book"]
+    assert entry["leaf_depth"] == 2 and "leaf_problem" not in entry
+    assert entry["pages"] == {
+        "found": deep.n_pages,
+        "paper": deep.n_pages + 1,
+        "ratio": round(deep.n_pages / (deep.n_pages + 1), 3),
+    }
+    assert entry["leaves"] == {"found": 5, "paper": 5, "ratio": 1.0}
+    found = {s: len(ds.queries(s, "deep-book")) for s in ("test", "train", "dev")}
+    for split, n in {"test": 30, "train": 20, "dev": 10}.items():
+        assert entry[split] == {
+            "found": found[split],
+            "paper": n,
+            "ratio": round(found[split] / n, 3),
+        }
+    assert entry["questions"]["found"] == sum(found.values()) > 0
+    text = summary.render()
+    assert "against the paper's Table 1" in text
+    assert f"deep-book: pages {deep.n_pages}/{deep.n_pages + 1}" in text
+    assert "leaves 5/5 (1.00) at depth 2" in text and "plain-book" not in text.split("Table 1")[1]
+
+    # A second run reuses the cut extraction; a catalog depth wins over the lock's.
+    assert build(opts).stages["extract"] == "skipped (cached)"
+    catalog.write_text(catalog.read_text().replace("paper = ", "leaf_depth = 3\npaper = ", 1))
+    third = build(opts)
+    assert third.stages["extract"] == "1 extracted" and third.leaves == 10 + 2
+    entry = read_json(opts.out / "build-report.json")["paper_comparison"]["deep-book"]
+    assert (
+        entry["leaf_depth"] == 3
+        and "10 leaves extracted, unlike the paper's 5" in entry["leaf_problem"]
+    )
+    assert "! deep-book: 10 leaves extracted" in third.render()
+
+
 _BUILD_SCRIPT = "import sys; from searchtome.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
@@ -470,7 +551,7 @@ def test_local_endpoint_with_smollm2(tmp_path):
     assert main(args) == 0
     manifest = read_json(out / "manifest.json")
     gen = manifest["generation"]
-    assert gen["endpoint_kind"] == "local" and gen["endpoint_host"] == "local"
+    assert gen["endpoint_kind"] == "local" and "endpoint_host" not in gen
     assert "SmolLM2-135M" in gen["model"] and "135M" in gen["note"]
     assert gen["prompt_version"] == "questions-v1-fewshot" and gen["strictness"] == "lenient"
     assert "Demo-quality questions" in (out / "README.md").read_text()

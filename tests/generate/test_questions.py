@@ -237,22 +237,27 @@ def test_generation_caches_every_reply(tmp_path):
         assert len(server.chat_records()) == 3  # nothing asked twice
         assert [o.questions for o in second] == [o.questions for o in first]
         assert all(o.requests == 0 for o in second)
-    # Replay without any endpoint: same questions.
+    # Replay without any endpoint, or through another replica of the model: same questions,
+    # and the host that answered is known.
     replay = QuestionGenerator(
         GenerationConfig(n_questions=3),
         cache,
         None,
-        host="ignored",
+        host="another-replica:8000",
         model="m",
         sampling=SamplingParams(),
-        any_host=True,
     )
     assert [o.questions for o in replay.run(UNITS)] == [o.questions for o in first]
     assert replay.used_hosts == {f"127.0.0.1:{server.port}"}
-    same_host_only = QuestionGenerator(
-        GenerationConfig(n_questions=3), cache, None, host="x", model="m", sampling=SamplingParams()
+    other_model = QuestionGenerator(
+        GenerationConfig(n_questions=3),
+        cache,
+        None,
+        host="x",
+        model="m2",
+        sampling=SamplingParams(),
     )
-    assert not same_host_only.run(UNITS)[0].ok
+    assert not other_model.run(UNITS)[0].ok
     other = QuestionGenerator(
         GenerationConfig(n_questions=4),
         cache,
@@ -260,7 +265,6 @@ def test_generation_caches_every_reply(tmp_path):
         host="x",
         model="m",
         sampling=SamplingParams(),
-        any_host=True,
     )
     outcomes = other.run(UNITS)
     assert all(o.error == "not in the cache (replay mode)" for o in outcomes)

@@ -332,3 +332,62 @@ def test_real_pdf_known_sections(real_extraction) -> None:
     irs = real_extraction(REALPDFS / "irs_i1040_instructions_2017.pdf")
     dangling = [leaf for leaf in irs.leaves if leaf.page_start is None]
     assert len(dangling) == 1 and dangling[0].text == ""
+
+
+# --------------------------------------------------------------------------------------------
+# The outline cut at a leaf depth (the paper's leaves are shallower than many outlines)
+
+
+def test_cut_at_a_depth_gives_deeper_text_to_the_kept_leaf(
+    extracted: Extraction, rendered: RenderedBook
+) -> None:
+    cut = extract_book(rendered.path, leaf_depth=2)
+    kept = [s for s in rendered.sections if s.level == 2 or (s.level < 2 and s.is_leaf)]
+    assert [leaf.leaf_id.split("/")[1] for leaf in cut.leaves] == [s.key for s in kept]
+    assert len(cut.leaves) < len(extracted.leaves)  # the sample has level-3 leaves to drop
+    assert all(n.level <= 2 for n in cut.toc.nodes) and cut.toc.warnings == ()
+    grown = 0
+    for leaf in cut.leaves:
+        key = leaf.leaf_id.split("/")[1]
+        below = [s for s in rendered.sections if s.key.startswith(key + ".")]
+        # Its own text, then each dropped sub-section's heading and text, in order.
+        expected = [*rendered.section(key).paragraphs]
+        for sub in below:
+            expected += [sub.path[-1], *sub.paragraphs]
+            assert leaf.page_end >= sub.page_end
+        text = squash(leaf.text)
+        position = 0
+        for piece in expected:
+            found = text.find(squash(piece), position)
+            assert found >= 0, (leaf.leaf_id, piece[:40])
+            position = found + len(squash(piece))
+        grown += bool(below)
+        assert {p.leaf_id for p in cut.paragraphs_of(leaf.leaf_id)} <= {leaf.leaf_id}
+    assert grown >= 2
+    # Nothing is lost: every paragraph of the full extraction is in the cut one's text.
+    everything = squash(" ".join(leaf.text for leaf in cut.leaves))
+    assert all(squash(p.text) in everything for p in extracted.paragraphs)
+    # No depth, or one at least the outline's own, cuts nothing.
+    assert extract_book(rendered.path, leaf_depth=None) == extracted
+    assert extract_book(rendered.path, leaf_depth=3).leaves == extracted.leaves
+
+
+@needs_real
+def test_a_real_manual_cut_to_a_shallower_depth(real_extraction) -> None:
+    from searchtome.ingest.depth import leaf_counts
+
+    pdf = REALPDFS / "gnu_make_manual.pdf"
+    full = real_extraction(pdf)
+    cut = extract_book(pdf, infer_toc=True, leaf_depth=2)
+    counts = leaf_counts(full.toc.nodes)
+    assert counts == (21, 107, 133)  # manifest.json: 162 entries, 133 leaves, depth 3
+    assert len(cut.leaves) == counts[1]
+    full_text = {leaf.leaf_id: squash(leaf.text) for leaf in full.leaves}
+    merged = 0
+    for leaf in cut.leaves:
+        subs = [i for i in full_text if i.startswith(leaf.leaf_id + ".")]
+        text = squash(leaf.text)
+        for sub in subs:  # every dropped sub-section's text is inside the kept leaf's
+            assert full_text[sub] in text, (leaf.leaf_id, sub)
+        merged += bool(subs)
+    assert merged >= 10

@@ -52,6 +52,10 @@ def test_cli_modes(bare: tuple[RenderedBook, Path], capsys: pytest.CaptureFixtur
     assert json.loads(capsys.readouterr().out)["source"] == "outline"
     assert main(["toc", str(book.path), "--ignore-outline", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["source"] == "inferred"
+    assert main(["toc", "--infer-toc", str(path)]) == 0
+    head = capsys.readouterr().out.splitlines()
+    assert "leaves) from the headings inferred from the page layout of a " in head[0]
+    assert head[1].startswith("(+ marks an entry with sub-entries")
 
 
 def test_titles_match_ignores_numbering() -> None:

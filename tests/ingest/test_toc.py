@@ -226,8 +226,9 @@ def test_cli_json_and_text(rendered: RenderedBook, capsys: pytest.CaptureFixture
     assert main(["toc", str(rendered.path)]) == 0
     text = capsys.readouterr().out.splitlines()
     assert text[0].startswith("sample-book: ") and "leaves" in text[0]
-    assert len(text) == 1 + len(rendered.sections)
-    assert text[2].startswith("1.1") and "  " + rendered.sections[1].outline_title in text[2]
+    assert text[1].startswith("(+ marks")  # the legend for non-leaf entries
+    assert len(text) == 2 + len(rendered.sections)
+    assert text[3].startswith("1.1") and "  " + rendered.sections[1].outline_title in text[3]
 
 
 # --------------------------------------------------------------------------------------------

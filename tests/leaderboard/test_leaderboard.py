@@ -258,8 +258,15 @@ def test_leaderboard_build_rejects_and_is_deterministic(tmp_path: Path, ds: Data
     depth = data["analyses"]["r1_by_depth"]
     assert depth["buckets"] == ["2", "3"] and sum(depth["n_queries"]) == 30
     md = (out / "leaderboard.md").read_text()
-    assert "| 2 | law-only | 50.0† | 100.0 | 81.5† |" in md
-    assert "| **Average** | oracle | 100.0 | 100.0 | 100.0 |" in md
+    # oracle answers 1 id per query and law-only 2: their R@3 and nDCG@3 read past their
+    # rankings, so the pages show "—" and say why; guesser (3 deep) gets numbers.
+    assert "| 2 | law-only | 50.0† | — | — |" in md
+    assert "| **Average** | oracle | 100.0 | — | — |" in md
+    assert "|  | guesser | 0.0† | 100.0 | 50.0† |" in md
+    assert "—: ranking shorter than k" in md and "oracle (1 deep: R@3, nDCG@3)" in md
+    assert [s["depth"] for s in data["systems"]] == [1, 2, 3]
+    assert data["systems"][1]["beyond_depth"] == ["R@3", "R@5", "nDCG@3", "RR@10"]
+    assert data["systems"][2]["beyond_depth"] == ["R@5", "RR@10"]
     assert "figures/r1_by_training_questions.png" in md
     second = build_leaderboard(ds, root, tmp_path / "lb2", permutations=999, bootstrap=200)
     assert second.entries[1].aggregate == first.entries[1].aggregate

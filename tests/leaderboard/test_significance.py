@@ -178,6 +178,7 @@ def test_report_renders_markdown_latex_json() -> None:
     assert "| a | STAIR & co_1 |" in md and "dsi\\|v2" in md
     assert "<sup>b</sup>" in md  # a beats b
     assert "Holm–Bonferroni" in md and "B = 999 sign flips" in md
+    assert "a superscript lists the letters of the systems whose value it beats" in md
     tex = report.to_latex()
     assert r"STAIR \& co\_1" in tex and r"\begin{tabular}" in tex and "$^{b}$" in tex
     data = json.loads(report.to_json())
@@ -227,3 +228,29 @@ def test_exact_integer_path_and_float_path_agree(monkeypatch: pytest.MonkeyPatch
     x, y = rng.random(10), rng.random(10)
     report = compare({"a": {"m": x}, "b": {"m": y}}, permutations=2**10, bootstrap=0)
     assert report.tests[0].p == pytest.approx(_brute_force_p(x - y), abs=1e-12)
+
+
+def test_chunk_sizes_change_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pairs and indicators are processed in chunks to bound memory; p-values and intervals
+    must be bit-identical whatever the chunk sizes (12 systems: 66 pairs, 60+ indicators)."""
+    from searchtome.leaderboard import significance
+
+    rng = np.random.default_rng(3)
+    n = 300
+    per_query = {
+        f"s{i}": {
+            "R@1": (rng.random(n) < 0.3 + 0.04 * i).astype(float),
+            "nDCG@3": rng.choice([0.0, 0.5, 0.63, 1.0], n),
+        }
+        for i in range(12)
+    }
+    groups = [f"d{i % 3}" for i in range(n)]
+
+    def run() -> list[tuple[float, float, float]]:
+        report = compare(per_query, groups=groups, permutations=700, bootstrap=300, seed=5)
+        return [(t.p, t.ci_low, t.ci_high) for t in report.tests]
+
+    whole = run()
+    monkeypatch.setattr(significance, "PAIR_CHUNK", 7)
+    monkeypatch.setattr(significance, "INDICATOR_CHUNK", 1)
+    assert run() == whole

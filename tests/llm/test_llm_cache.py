@@ -38,7 +38,6 @@ def test_roundtrip_and_reopen(tmp_path):
 @pytest.mark.parametrize(
     "change",
     [
-        {"host": "other:8000"},
         {"model": "mistral"},
         {"prompt_version": "questions-v2@def"},
         {"sampling": {"temperature": 0.5}},
@@ -49,16 +48,56 @@ def test_every_part_of_the_key_matters(change):
     assert replace(KEY, **change).key != KEY.key
 
 
-def test_replay_ignores_the_host_but_not_the_rest(tmp_path):
+def test_replicas_share_replies_but_the_answering_host_is_recorded(tmp_path):
     with ResponseCache(tmp_path / "c.sqlite") as cache:
-        cache.put(KEY, "reply", "stop")
-        elsewhere = replace(KEY, host="laptop:1234")
-        assert cache.get(elsewhere) is None
-        assert cache.get(elsewhere, any_host=True).content == "reply"
-        assert cache.get(replace(elsewhere, model="x"), any_host=True) is None
-        cache.put(replace(KEY, host="b:1"), "another reply", "stop")
-        with pytest.raises(SearchTomeError, match="different replies"):
-            cache.get(elsewhere, any_host=True)
+        elsewhere = replace(KEY, host="gpu02:8000")
+        assert elsewhere.key == KEY.key  # the endpoint is not part of the key
+        cache.put(KEY, "reply", "stop", host="gpu03:8000")
+        hit = cache.get(elsewhere)
+        assert (hit.content, hit.host) == ("reply", "gpu03:8000")
+        assert cache.get(replace(elsewhere, model="x")) is None
+        cache.put(elsewhere, "reply", "stop")  # the same request again: still one entry
+        assert len(cache) == 1
+
+
+def _legacy_cache(path):
+    """A cache as searchtome wrote it while the host was part of the key: two hosts answered
+    one request differently."""
+    import sqlite3
+
+    from searchtome.io import stable_hash
+
+    with ResponseCache(path):
+        pass
+    db = sqlite3.connect(path)
+    for host, reply in (("a:1", "reply from a"), ("b:1", "reply from b")):
+        key = replace(KEY, host=host)
+        old_key = stable_hash({"host": host, "content": key.content_key})
+        row = (old_key, key.content_key, key.request_hash, host, "mixtral", KEY.prompt_version)
+        db.execute(
+            "INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, '{}', ?, 'stop', NULL)", (*row, reply)
+        )
+    db.commit()
+    db.close()
+
+
+def test_an_older_cache_stays_readable(tmp_path):
+    path = tmp_path / "old.sqlite"
+    _legacy_cache(path)
+    with ResponseCache(path) as cache:
+        # Building against one of the two hosts reads its reply, as before.
+        assert cache.get(KEY, prefer_hosts=("b:1",)).content == "reply from b"
+        assert cache.get(KEY, prefer_hosts=("z:9", "a:1")).content == "reply from a"
+        with pytest.raises(SearchTomeError, match=r"different replies.*--endpoint"):
+            cache.get(KEY)
+        # Exported and imported elsewhere: one reply per request, the first exported kept.
+        cache.export(tmp_path / "old.jsonl.gz")
+        first = next(cache.rows())["content"]
+    with ResponseCache(tmp_path / "new.sqlite") as fresh:
+        stats = fresh.import_file(tmp_path / "old.jsonl.gz")
+        assert (stats["added"], stats["conflicts"]) == (1, 1)
+        assert fresh.get(KEY).content == first
+        assert next(fresh.rows())["key"] == KEY.key
 
 
 def test_export_is_deterministic_and_imports(tmp_path):

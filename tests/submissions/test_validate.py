@@ -225,7 +225,7 @@ def test_warnings_ties_unsorted_and_training_on_test(tmp_path: Path, ds: Dataset
     p = f"{folder}/predictions.jsonl"
     assert any(
         w.startswith(
-            f"{p}:1: scores: tied scores in 1 ranking(s); the order of leaf_ids is kept (tie rule:"
+            f"{p}: scores: tied scores in 1 ranking(s); the order of leaf_ids is kept (tie rule:"
         )
         for w in warnings
     )

@@ -1,0 +1,298 @@
+"""Blind-test releases: a public dataset without one split's gold, and the private folder holding it.
+
+:func:`make_blind` turns a complete dataset folder (what ``build`` or ``import repro`` wrote) into
+
+* **PUBLIC** — only files known to carry no gold of the blind split: ``corpus``, ``toc``,
+  ``books``, ``paragraphs`` (copied as they are), every split's queries and the qrels of the
+  other splits, a manifest reduced to name, description, versions and book ids, and a card. The
+  blind split's queries carry ``query_id``, ``book_id``, ``domain`` and ``text`` only, in the
+  order of their ids.
+* **PRIVATE** — the blind split's full queries and qrels, ``units.parquet``, the map from public
+  query ids back to the source ids (``blind.json``), and every withheld file (``id_map.json``,
+  ``splits.json``, ``build-report.json``, the full manifest as ``source-manifest.json``).
+
+Ids. Source query ids may encode the gold (the reproduction's ``whole-child-009-g001-q01`` names
+its leaf and unit; ours, ``book-2.1-u3-q01``, too), so every public query id and unit id is
+opaque: ``q-`` / ``BOOK#u-`` plus 16 hex digits of an HMAC-SHA256 of the source id. The key is a
+hash of the blind split's qrels and texts — the same data always gives the same ids, and nobody
+without the gold can recompute them. ``units.parquet`` stays private because the paragraphs that
+no public unit covers would point at the held-back questions' sources. Runs written against the
+source ids (every committed submission) are renamed with the map in ``blind.json``:
+:func:`rename_run`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from searchtome.dataset.layout import (
+    BLIND_QUERY_COLUMNS,
+    BOOKS_FILE,
+    CORPUS_FILE,
+    MANIFEST_FILE,
+    PARAGRAPHS_FILE,
+    TOC_FILE,
+    UNITS_FILE,
+    qrels_file,
+    queries_file,
+    schema,
+    write_manifest,
+)
+from searchtome.dataset.loader import Dataset, load
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.io import (
+    PathLike,
+    atomic_dir,
+    commit_dir,
+    read_json,
+    read_parquet,
+    write_json,
+    write_parquet,
+)
+from searchtome.records import SPLITS, Query, Run, Submission, Unit
+
+BLIND_FILE = "blind.json"
+BLIND_FORMAT = "searchtome-blind-v1"
+SOURCE_MANIFEST = "source-manifest.json"
+PUBLIC_COPIES = (CORPUS_FILE, BOOKS_FILE, TOC_FILE, PARAGRAPHS_FILE)
+MANIFEST_KEEP = ("name", "description", "searchtome_version", "books", "license")
+
+
+@dataclass(frozen=True)
+class BlindResult:
+    public: Path
+    private: Path
+    split: str
+    n_blind: int
+
+
+class _Ids:
+    """Opaque public ids: an HMAC of the source id under a key derived from the held-back gold."""
+
+    def __init__(self, ds: Dataset, split: str) -> None:
+        secret = hashlib.sha256(BLIND_FORMAT.encode())
+        for q in sorted(ds.queries(split), key=lambda q: q.query_id):
+            secret.update(f"{q.query_id}\t{q.leaf_id}\t{q.unit_id}\t{q.text}\n".encode())
+        self.key = secret.digest()
+
+    def _digest(self, kind: str, source: str) -> str:
+        return hmac.new(self.key, f"{kind}\0{source}".encode(), hashlib.sha256).hexdigest()[:16]
+
+    def query(self, query_id: str) -> str:
+        return f"q-{self._digest('query', query_id)}"
+
+    def unit(self, unit_id: str | None, book_id: str) -> str | None:
+        return None if unit_id is None else f"{book_id}#u-{self._digest('unit', unit_id)}"
+
+
+def _query_rows(queries: list[Query], ds: Dataset, ids: _Ids, blind: bool) -> list[dict[str, Any]]:
+    rows = []
+    for q in queries:
+        row = {
+            "query_id": ids.query(q.query_id),
+            "book_id": q.book_id,
+            "domain": ds.domain(q.book_id),
+            "text": q.text,
+        }
+        if not blind:
+            row.update(unit_id=ids.unit(q.unit_id, q.book_id), model_generated=q.model_generated)
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["book_id"], r["query_id"]))
+
+
+def _qrel_rows(queries: list[Query], ids: _Ids) -> list[dict[str, Any]]:
+    rows = [
+        {"query-id": ids.query(q.query_id), "corpus-id": q.leaf_id, "score": 1} for q in queries
+    ]
+    return sorted(rows, key=lambda r: r["query-id"])
+
+
+def _write_public(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> None:
+    import pyarrow as pa
+
+    full_schema = schema("queries")
+    blind_schema = pa.schema([full_schema.field(c) for c in BLIND_QUERY_COLUMNS])
+    for name in PUBLIC_COPIES:
+        shutil.copyfile(src / name, out / name)
+    for s in SPLITS:
+        queries = ds.queries(s)
+        rows = _query_rows(queries, ds, ids, blind=s == split)
+        write_parquet(out / queries_file(s), rows, blind_schema if s == split else full_schema)
+        if s != split:
+            write_parquet(out / qrels_file(s), _qrel_rows(queries, ids), schema("qrels"))
+    source = ds.manifest
+    info = {k: source[k] for k in MANIFEST_KEEP if k in source}
+    info["blind"] = {
+        "split": split,
+        "format": BLIND_FORMAT,
+        "note": f"the {split} queries' gold is held back; query and unit ids are opaque",
+    }
+    write_manifest(out, info)
+    from searchtome.dataset.card import write_card  # the card reads the public folder back
+
+    write_card(out)
+
+
+def _write_private(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> None:
+    queries = ds.queries(split)
+    write_parquet(
+        out / queries_file(split), _query_rows(queries, ds, ids, blind=False), schema("queries")
+    )
+    write_parquet(out / qrels_file(split), _qrel_rows(queries, ids), schema("qrels"))
+    units = [
+        {
+            "unit_id": ids.unit(u.unit_id, u.book_id),
+            "leaf_id": u.leaf_id,
+            "book_id": u.book_id,
+            "paragraph_ids": list(u.paragraph_ids),
+            "text": u.text,
+        }
+        for u in ds.units()
+    ]
+    write_parquet(out / UNITS_FILE, sorted(units, key=lambda u: u["unit_id"]), schema("units"))
+    for path in sorted(src.rglob("*.json")):
+        rel = path.relative_to(src)
+        target = out / (SOURCE_MANIFEST if rel.as_posix() == MANIFEST_FILE else rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    public_ids = {ids.query(q.query_id): q.query_id for q in queries}
+    write_json(
+        out / BLIND_FILE,
+        {
+            "format": BLIND_FORMAT,
+            "split": split,
+            "source_query_ids": dict(sorted(public_ids.items())),
+        },
+    )
+    write_manifest(out, {"name": f"{ds.manifest.get('name', 'dataset')} (private)", "blind": split})
+
+
+def make_blind(full: PathLike, public: PathLike, private: PathLike, split: str) -> BlindResult:
+    """Write PUBLIC and PRIVATE from the complete dataset ``full`` (each atomically)."""
+    src = Path(full)
+    if split not in SPLITS:
+        raise unknown_name("blind split", split, SPLITS)
+    ds = load(src)
+    if ds.manifest.get("blind"):
+        raise SearchTomeError(f"{src}: is already a blind release")
+    if not ds.queries(split):
+        raise SearchTomeError(f"{src}: the {split} split has no queries to hold back")
+    ids = _Ids(ds, split)
+    pub, priv = Path(public), Path(private)
+    if pub.resolve() == priv.resolve() or priv.resolve().is_relative_to(pub.resolve()):
+        raise SearchTomeError(f"{priv}: the private folder may not lie inside the public one")
+    for target, writer in ((pub, _write_public), (priv, _write_private)):
+        tmp = atomic_dir(target)
+        try:
+            writer(src, ds, ids, split, tmp)
+            commit_dir(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return BlindResult(pub, priv, split, len(ds.queries(split)))
+
+
+def is_private(path: PathLike) -> bool:
+    """Whether ``path`` is the private folder of a blind release."""
+    return (Path(path) / BLIND_FILE).is_file()
+
+
+def read_private(private: PathLike) -> dict[str, Any]:
+    data = read_json(Path(private) / BLIND_FILE)
+    if data.get("format") != BLIND_FORMAT:
+        raise SearchTomeError(f"{Path(private) / BLIND_FILE}: format is not {BLIND_FORMAT}")
+    return data
+
+
+def with_private(public: Dataset, private: PathLike) -> Dataset:
+    """``public`` with its blind split's queries (and gold) and the units put back."""
+    blind = read_private(private)["split"]
+    held = load_private_queries(private)
+    others = [q for s in SPLITS if s != blind for q in public.queries(s)]
+    units = [Unit.from_dict(r) for r in _rows(Path(private) / UNITS_FILE)]
+    return Dataset(
+        root=public.root,
+        books=public.books,
+        _toc=list(public.nodes.values()),
+        _leaves=public.leaves(),
+        _queries=others + held,
+        _paragraphs=public.paragraphs(),
+        _units=units,
+        manifest=public.manifest,
+    )
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return read_parquet(path)
+
+
+def load_private_queries(private: PathLike) -> list[Query]:
+    """The blind split's queries with their gold, in public ids."""
+    root = Path(private)
+    split = read_private(root)["split"]
+    gold = {r["query-id"]: r["corpus-id"] for r in _rows(root / qrels_file(split)) if r["score"]}
+    return [
+        Query(
+            query_id=r["query_id"],
+            book_id=r["book_id"],
+            text=r["text"],
+            leaf_id=gold[r["query_id"]],
+            split=split,
+            unit_id=r.get("unit_id"),
+            model_generated=bool(r.get("model_generated", True)),
+        )
+        for r in _rows(root / queries_file(split))
+    ]
+
+
+def private_qrels(private: PathLike) -> dict[str, dict[str, int]]:
+    """The held-back qrels as ``{public query id: {leaf id: 1}}``, in the private file's order."""
+    return {q.query_id: {q.leaf_id: 1} for q in load_private_queries(private)}
+
+
+def rename_run(item: Run | Submission, private: PathLike) -> Run | Submission:
+    """A run in source query ids renamed to the public ids; one in public ids is returned as is."""
+    back: Mapping[str, str] = read_private(private)["source_query_ids"]
+    public_of = {source: public for public, source in back.items()}
+    run = item.run if isinstance(item, Submission) else item
+    if not any(qid in public_of for qid in run.rankings):
+        return item
+    renamed = Run(
+        run.name,
+        {public_of.get(q, q): ids for q, ids in run.rankings.items()},
+        None if run.scores is None else {public_of.get(q, q): s for q, s in run.scores.items()},
+        run.meta,
+    )
+    if isinstance(item, Submission):
+        return Submission(item.system, renamed, item.meta, item.path)
+    return renamed
+
+
+def default_private(public: PathLike) -> Path:
+    """Where the private folder goes when none is named: ``PUBLIC-private`` beside it."""
+    path = Path(public)
+    return path.with_name(f"{path.name}-private")
+
+
+def blind_release(
+    write_full: Callable[[Path], Any],
+    public: PathLike,
+    split: str,
+    private: PathLike | None = None,
+) -> BlindResult:
+    """Write a complete dataset with ``write_full(folder)`` into scratch, then split it."""
+    pub = Path(public)
+    pub.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{pub.name}.full.", dir=pub.parent))
+    try:
+        write_full(scratch / "full")
+        return make_blind(scratch / "full", pub, private or default_private(pub), split)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
