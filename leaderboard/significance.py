@@ -36,10 +36,9 @@ from searchtome.leaderboard.comparison import OVERALL, ComparisonReport, PairTes
 from searchtome.errors import SearchTomeError, unknown_name
 
 BLOCK = 512  # sign vectors drawn at a time; part of the seeded stream's definition
-# Work sizes that bound memory, not results: pairs per comparison chunk, indicators per popcount
-# chunk. Every element is computed by the same float64 operation whatever the chunking.
+# A work size that bounds memory, not results: pairs per comparison chunk. Every element is
+# computed by the same float64 operation whatever the chunking.
 PAIR_CHUNK = 256
-INDICATOR_CHUNK = 16
 Correction = Literal["holm", "bh", "none"]
 
 
@@ -279,13 +278,9 @@ class Engine:
         k = self.X.shape[1]
         n_groups = len(self.layout.words)
         counts = np.zeros((n_groups, rows, self.V.shape[0]))
-        for c in range(0, self.V.shape[0], INDICATOR_CHUNK):
-            ind = self.indicators[c : c + INDICATOR_CHUNK]
-            both = words[:, None, :] & ind[None, :, :]  # rows × chunk × words
-            hits = _popcount_sums(both.reshape(-1, both.shape[2]), self.word_starts)
-            counts[:, :, c : c + ind.shape[0]] = hits.reshape(rows, ind.shape[0], -1).transpose(
-                2, 0, 1
-            )
+        for c in range(self.V.shape[0]):
+            hits = _popcount_sums(words & self.indicators[c], self.word_starts)  # rows × groups
+            counts[:, :, c] = hits.T
         sums = []
         for g in range(n_groups):
             # sum_v v * (m_v - 2 k_v): the unflipped total minus twice the flipped part

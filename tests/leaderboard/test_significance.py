@@ -252,5 +252,4 @@ def test_chunk_sizes_change_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
 
     whole = run()
     monkeypatch.setattr(significance, "PAIR_CHUNK", 7)
-    monkeypatch.setattr(significance, "INDICATOR_CHUNK", 1)
     assert run() == whole
