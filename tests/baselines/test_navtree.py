@@ -9,13 +9,11 @@ import pytest
 from searchtome.baselines.navtree import (
     NavTreeConfig,
     TocNavTreeConfig,
-    Tree,
     characteristic_text,
     normalise,
-    segment_tree,
-    toc_tree,
     walk,
 )
+from searchtome.baselines.trees import Tree, segment_tree, toc_tree
 
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
