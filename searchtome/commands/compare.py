@@ -10,6 +10,34 @@ from searchtome.commands.score import add_source_arguments, load_inputs
 COMPARE_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")
 
 
+def add_test_arguments(p: argparse.ArgumentParser) -> None:
+    """The randomization test's and the bootstrap's options, shared with ``leaderboard``."""
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=10_000,
+        metavar="B",
+        help="random sign flips per significance test (default: %(default)s)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2_000,
+        metavar="N",
+        help="paired-bootstrap resamples for the confidence intervals (0: none; "
+        "default: %(default)s)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the flips and resamples (default: 0)"
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance level of the corrected p-values (default: 0.05; the CIs stay 95%%)",
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "compare",
@@ -23,29 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("submission", nargs="+", help="submission folders or run files (two or more)")
     add_source_arguments(p, COMPARE_MEASURES)
     p.add_argument("--control", help="compare every system with this one only")
-    p.add_argument(
-        "--permutations",
-        type=int,
-        default=10_000,
-        metavar="B",
-        help="random sign flips per test (default: %(default)s)",
-    )
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=2_000,
-        metavar="N",
-        help="bootstrap resamples for the CIs (0: none)",
-    )
-    p.add_argument(
-        "--seed", type=int, default=0, help="seed of the flips and resamples (default: 0)"
-    )
-    p.add_argument(
-        "--alpha",
-        type=float,
-        default=0.05,
-        help="significance level of the corrected p-values (default: 0.05; the CIs stay 95%%)",
-    )
+    add_test_arguments(p)
     p.add_argument(
         "--correction",
         choices=("holm", "bh", "none"),

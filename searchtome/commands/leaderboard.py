@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from searchtome.commands.compare import add_test_arguments
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -24,29 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--submissions", required=True, help="folder holding one folder per submission")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--split", default="test", help="split to score (default: test)")
-    p.add_argument(
-        "--permutations",
-        type=int,
-        default=10_000,
-        metavar="B",
-        help="random sign flips per significance test (default: %(default)s)",
-    )
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=2_000,
-        metavar="N",
-        help="paired-bootstrap resamples for the confidence intervals (default: %(default)s)",
-    )
-    p.add_argument(
-        "--seed", type=int, default=0, help="seed of the flips and resamples (default: 0)"
-    )
-    p.add_argument(
-        "--alpha",
-        type=float,
-        default=0.05,
-        help="significance level of the Holm-corrected p-values (default: 0.05; CIs stay 95%%)",
-    )
+    add_test_arguments(p)
     p.add_argument(
         "--pair",
         nargs=2,
