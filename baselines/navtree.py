@@ -139,16 +139,17 @@ class TocNavTreeConfig(NavTreeConfig):
 class HybridConfig:
     """The flat fusion under NavTree, with NavTree's index settings (so the two share caches)."""
 
+    # NavTree's defaults, read from it so that each is written once.
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
-    chunk_tokens: int = 128
-    title: str = "none"
-    alpha: float = 0.5
-    norm: str = "zscore"
-    k1: float = 0.9
-    b: float = 0.75
-    stopwords: str = "none"
-    stemmer: str = "english"
-    depth: int = 100
+    chunk_tokens: int = NavTreeConfig.chunk_tokens
+    title: str = NavTreeConfig.title
+    alpha: float = NavTreeConfig.alpha
+    norm: str = NavTreeConfig.norm
+    k1: float = NavTreeConfig.k1
+    b: float = NavTreeConfig.b
+    stopwords: str = NavTreeConfig.stopwords
+    stemmer: str = NavTreeConfig.stemmer
+    depth: int = NavTreeConfig.depth
 
     def navtree(self) -> NavTreeConfig:
         """The NavTree config whose walk is switched off (``anchor_height=0``): the same index,

@@ -22,8 +22,10 @@ TREC::
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+import shutil
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,22 @@ def prepare_out(out: Path, fmt: str) -> Path:
                 "choose an empty or new --out"
             )
     return atomic_dir(out)
+
+
+@contextlib.contextmanager
+def export_folder(out: Path, summary: dict[str, Any], ds: Dataset) -> Iterator[Path]:
+    """A temporary folder to write an export of ``ds`` into. When the block ends it gets its
+    marker (``summary`` and the dataset's source) and replaces ``out``; on any failure,
+    Ctrl-C included, it is removed and ``out`` stays as it was."""
+    tmp = prepare_out(out, summary["format"])
+    try:
+        yield tmp
+        summary["source"] = source_info(ds)
+        write_json(tmp / MARKER, summary)
+        commit_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def selected_books(ds: Dataset, books: Sequence[str] | None) -> list[str]:
@@ -144,22 +162,13 @@ def export_beir(
     if POOLED in book_ids and per_book:
         raise SearchTomeError(f"book id {POOLED!r} collides with the pooled folder's name")
     out = Path(out_dir)
-    tmp = prepare_out(out, "beir")
     summary: dict[str, Any] = {"format": "beir", "splits": list(splits), "folders": {}}
-    try:
+    with export_folder(out, summary, ds) as tmp:
         if pooled:
             summary["folders"][POOLED] = _write_beir_folder(tmp / POOLED, ds, book_ids, splits)
         if per_book:
             for b in book_ids:
                 summary["folders"][b] = _write_beir_folder(tmp / b, ds, [b], splits)
-        summary["source"] = source_info(ds)
-        write_json(tmp / MARKER, summary)
-        commit_dir(tmp, out)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("wrote BEIR files for %d book(s) to %s", len(book_ids), out)
     return summary
 
@@ -176,9 +185,8 @@ def export_trec(
     splits = check_splits(splits)
     book_ids = selected_books(ds, books)
     out = Path(out_dir)
-    tmp = prepare_out(out, "trec")
     summary: dict[str, Any] = {"format": "trec", "splits": list(splits), "queries": {}}
-    try:
+    with export_folder(out, summary, ds) as tmp:
         for split in splits:
             rows = [q for b in book_ids for q in ds.queries(split, b)]
             _write_lines(
@@ -193,14 +201,6 @@ def export_trec(
                 (f"{q.query_id}\t{' '.join(q.text.split())}" for q in rows),
             )
             summary["queries"][split] = len(rows)
-        summary["source"] = source_info(ds)
-        write_json(tmp / MARKER, summary)
-        commit_dir(tmp, out)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return summary
 
 

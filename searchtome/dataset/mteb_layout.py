@@ -19,21 +19,18 @@ title, as in the BEIR export.
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from searchtome.dataset.beir import (
-    MARKER,
     check_id,
     check_splits,
-    prepare_out,
+    export_folder,
     selected_books,
-    source_info,
 )
 from searchtome.dataset.loader import Dataset, load
-from searchtome.io import PathLike, atomic_write, commit_dir, write_json, write_parquet
+from searchtome.io import PathLike, atomic_write, write_parquet
 from searchtome.records import SPLITS
 
 log = logging.getLogger(__name__)
@@ -133,20 +130,13 @@ def export_mteb(
     splits = check_splits(splits)
     book_ids = selected_books(ds, books)
     out = Path(out_dir)
-    tmp = prepare_out(out, "mteb")
     summary: dict[str, Any] = {"format": "mteb", "splits": list(splits), "subsets": {}}
-    try:
+    with export_folder(out, summary, ds) as tmp:
         configs = []
         for b in book_ids:
             summary["subsets"][b] = _write_book(tmp / b, ds, b, splits)
             configs += book_configs(b, splits)
         with atomic_write(tmp / "README.md") as fh:
             fh.write(_card(ds, configs))
-        summary["source"] = source_info(ds)
-        write_json(tmp / MARKER, summary)
-        commit_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("wrote the MTEB layout of %d book(s) to %s", len(book_ids), out)
     return summary
