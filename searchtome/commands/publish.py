@@ -31,10 +31,60 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "permission)",
     )
     p.add_argument("--message", help="commit message")
+    p.add_argument(
+        "--blind",
+        metavar="SPLIT",
+        help="publish a blind release: SPLIT's gold, units and source ids are held back and "
+        "ids become opaque; DATA itself is left as it is",
+    )
+    p.add_argument(
+        "--held-back",
+        metavar="DIR",
+        help="where --blind writes the held-back gold, never uploaded (default: DATA-private); "
+        "score against it with --qrels DIR",
+    )
     p.set_defaults(func=_run_publish)
 
 
 def _run_publish(args: argparse.Namespace) -> int:
+    if args.held_back and not args.blind:
+        from searchtome.errors import SearchTomeError
+
+        raise SearchTomeError("--held-back goes with --blind SPLIT")
+    return _publish_blind(args) if args.blind else _publish(args)
+
+
+def _publish_blind(args: argparse.Namespace) -> int:
+    """Split DATA into a public and a held-back half in scratch space; upload the public one.
+
+    The held-back half is written to --held-back only by a real publish (a dry run writes
+    nothing outside its scratch folder, which is removed either way).
+    """
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from searchtome.dataset.blind import default_private, make_blind
+
+    data = Path(args.data)
+    held = Path(args.held_back) if args.held_back else default_private(data)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{data.name}.blind.", dir=data.parent))
+    try:
+        private = scratch / "held-back" if args.dry_run else held
+        blind = make_blind(data, scratch / "public", private, args.blind)
+        args.data = str(blind.public)
+        rc = _publish(args)
+        where = f"would go to {held} (dry run: not written)" if args.dry_run else f"is in {held}"
+        print(
+            f"blind {blind.split} split: {blind.n_blind} queries; the held-back gold {where}, "
+            f"never uploaded; score with --qrels {held}"
+        )
+        return rc
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _publish(args: argparse.Namespace) -> int:
     # Imported here so that `searchtome --help` does not load pyarrow or huggingface_hub.
     from searchtome.dataset.publish import publish
 

@@ -275,3 +275,36 @@ def test_stale_layout_files_are_removed_others_kept(data: Path, hub: HubStandIn)
     assert "qrels/old.parquet" not in published
     assert published["notes.txt"] == b"the maintainer's file"
     assert {k: v for k, v in published.items() if k != "notes.txt"} == _snapshot(data)
+
+
+def test_blind_publish_uploads_the_public_half_and_keeps_the_gold_local(
+    data: Path, hub: HubStandIn, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from searchtome.dataset.blind import is_private, make_blind
+
+    before = _snapshot(data)
+    held = tmp_path / "held-back"
+    # A dry run writes nothing: no held-back folder, no commit, DATA unchanged.
+    assert main(["publish", str(data), "--repo", "org/b", "--blind", "test", "--dry-run"]) == 0
+    assert "dry run: not written" in capsys.readouterr().out
+    assert not (tmp_path / "data-private").exists() and "org/b" not in hub.repos
+    rc = main(
+        ["publish", str(data), "--repo", "org/b", "--blind", "test", "--held-back", str(held)]
+    )
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert f"held-back gold is in {held}" in out and is_private(held)
+    uploaded = hub.files("org/b")
+    assert "qrels/test.parquet" not in uploaded and "units.parquet" not in uploaded
+    # Exactly the public half that make_blind writes (the publish merges the card, and the
+    # manifest records the card's new hash).
+    expected = make_blind(data, tmp_path / "pub", tmp_path / "priv", "test").public
+    merged = ("README.md", "manifest.json")
+    assert {k: v for k, v in uploaded.items() if k not in merged} == {
+        k: v for k, v in _snapshot(expected).items() if k not in merged
+    }
+    assert b"qrels/test.parquet" not in uploaded["manifest.json"]
+    assert _snapshot(data) == before  # DATA itself untouched
+    assert not list(tmp_path.glob(".data.blind.*"))  # scratch removed
+    assert main(["publish", str(data), "--repo", "org/b", "--held-back", str(held)]) == 1
+    assert "--held-back goes with --blind" in capsys.readouterr().err
