@@ -66,8 +66,8 @@ class DSIConstrainedConfig(DSIConfig):
 
 @register(
     "stair",
-    summary="STAIR: LoRA-tuned LLM reads the query and the book's full ToC and writes the "
-    "leaf's title path; trie-constrained beam search or exact ranking",
+    summary="STAIR: LoRA-tuned LLM reads the book's full ToC (the paper's layout by default) and "
+    "the query and writes the leaf's line; trie-constrained beam search or exact ranking",
     config=StairConfig,
     needs=("ml",),
     trains_on=("train", "dev"),
