@@ -432,27 +432,42 @@ def flat_leaves(index: BookIndex, query: str, qvec: np.ndarray, config: NavTreeC
     return out
 
 
-def _run(dataset: Any, split: str, config: NavTreeConfig, ctx: RunContext, toc: bool) -> Run:
+def _rank_queries(
+    dataset: Any,
+    split: str,
+    config: NavTreeConfig,
+    ctx: RunContext,
+    toc: bool,
+    name: str,
+    rank: Any,
+) -> tuple[dict[str, tuple[str, ...]], int]:
+    """Every query of ``split`` ranked by ``rank(index, text, qvec, config)`` over its book's
+    index (NavTree's, whichever ranking reads it, so the rows share one cache), and the number
+    of internal tree nodes those indexes hold."""
     from searchtome.settings import progress
 
-    name = "toc-navtree" if toc else "navtree"
     encoder = Encoder(config.encoder)
     books = [b for b in dataset.book_ids() if dataset.queries(split, b)]
     queries = [q for b in books for q in dataset.queries(split, b)]
     qvec = encoder.encode_queries([q.text for q in queries])
     rankings: dict[str, tuple[str, ...]] = {}
-    n_chunks = n_nodes = 0
-    row = 0
+    n_chunks = n_nodes = row = 0
     for book_id in books:
         index = book_index(dataset, book_id, config, encoder, toc)
         n_chunks += len(index.chunk_texts)
         n_nodes += len(index.node_texts)
         for q in progress(dataset.queries(split, book_id), desc=f"{name} {book_id}", unit="query"):
-            rankings[q.query_id] = tuple(rank_leaves(index, q.text, qvec[row], config))
+            rankings[q.query_id] = tuple(rank(index, q.text, qvec[row], config))
             row += 1
     ctx.notes["models"] = [encoder.model_label()]
     ctx.notes["encoder"] = encoder.describe()
     ctx.notes["n_chunks"] = n_chunks
+    return rankings, n_nodes
+
+
+def _run(dataset: Any, split: str, config: NavTreeConfig, ctx: RunContext, toc: bool) -> Run:
+    name = "toc-navtree" if toc else "navtree"
+    rankings, n_nodes = _rank_queries(dataset, split, config, ctx, toc, name, rank_leaves)
     ctx.notes["n_internal_nodes"] = n_nodes
     if toc:
         ctx.notes["description"] = (
@@ -489,25 +504,8 @@ def run_navtree(dataset: Any, split: str, config: NavTreeConfig, ctx: RunContext
     needs=("ml",),
 )
 def run_hybrid(dataset: Any, split: str, config: HybridConfig, ctx: RunContext) -> Run:
-    from searchtome.settings import progress
-
     nav = config.navtree()
-    encoder = Encoder(nav.encoder)
-    books = [b for b in dataset.book_ids() if dataset.queries(split, b)]
-    queries = [q for b in books for q in dataset.queries(split, b)]
-    qvec = encoder.encode_queries([q.text for q in queries])
-    rankings: dict[str, tuple[str, ...]] = {}
-    row = n_chunks = 0
-    for book_id in books:
-        # NavTree's index (its internal nodes too, unused here) so that both share one cache.
-        index = book_index(dataset, book_id, nav, encoder, toc=False)
-        n_chunks += len(index.chunk_texts)
-        for q in progress(dataset.queries(split, book_id), desc=f"hybrid {book_id}", unit="query"):
-            rankings[q.query_id] = tuple(flat_leaves(index, q.text, qvec[row], nav))
-            row += 1
-    ctx.notes["models"] = [encoder.model_label()]
-    ctx.notes["encoder"] = encoder.describe()
-    ctx.notes["n_chunks"] = n_chunks
+    rankings, _ = _rank_queries(dataset, split, nav, ctx, False, "hybrid", flat_leaves)
     ctx.notes["description"] = (
         "hybrid: BM25 and MiniLM over sentence chunks of each ToC leaf, each z-scored per query "
         "and averaged; a ToC leaf ranks by its best chunk (NavTree's flat ranking, no tree walk)"
