@@ -145,6 +145,7 @@ def run_dpr(dataset: Any, split: str, config: DPRConfig, ctx: RunContext) -> Run
             scores[q.query_id] = tuple(float(row[i]) for i in order)
     ctx.notes["models"] = [encoder.model_label()]
     ctx.notes["encoder"] = encoder.describe()
+    ctx.notes["dtype"] = encoder.config.dtype  # run_info.dtype: what the encoder ran in
     ctx.notes["n_passages"] = len(all_texts)
     ctx.notes["leaf_score"] = "max over the leaf's passages"
     return Run(name="dpr", rankings=rankings, scores=scores)

@@ -461,6 +461,7 @@ def _rank_queries(
             row += 1
     ctx.notes["models"] = [encoder.model_label()]
     ctx.notes["encoder"] = encoder.describe()
+    ctx.notes["dtype"] = encoder.config.dtype  # run_info.dtype: what the encoder ran in
     ctx.notes["n_chunks"] = n_chunks
     return rankings, n_nodes
 

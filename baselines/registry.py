@@ -49,6 +49,8 @@ class BaselineSpec:
     needs: tuple[str, ...] = ()
     # Split names the baseline trains on (recorded as "trained_on" in meta.json).
     trains_on: tuple[str, ...] = ()
+    # The page under docs/ that describes it (an anchor named after the baseline is on it).
+    doc: str = "baselines.md"
 
 
 _REGISTRY: dict[str, BaselineSpec] = {}
@@ -62,13 +64,14 @@ def register(
     config: type,
     needs: tuple[str, ...] = (),
     trains_on: tuple[str, ...] = (),
+    doc: str = "baselines.md",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: ``@register("bm25", summary=..., config=BM25Config)`` on the run function."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY and _REGISTRY[name].run is not fn:
             raise ValueError(f"baseline {name!r} registered twice")
-        _REGISTRY[name] = BaselineSpec(name, summary, config, fn, needs, trains_on)
+        _REGISTRY[name] = BaselineSpec(name, summary, config, fn, needs, trains_on, doc)
         return fn
 
     return deco

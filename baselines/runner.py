@@ -261,9 +261,9 @@ def execute(
         "overrides": _overrides_dict(overrides),
         "threads": threads.summary(thread_choices),  # torch threads used and why
         # CPU model and ISA flags, and the dtype the model really ran in (a neural baseline
-        # says so in its notes): bf16 results differ between CPU families.
+        # says so in its notes; null: no neural model): bf16 results differ between CPU families.
         "machine": cpu_facts(),
-        **({"dtype": notes.pop("dtype")} if "dtype" in notes else {}),
+        "dtype": notes.pop("dtype", None),
         "notes": notes,
     }
     summary = [f"wall time {wall:.1f} s", f"peak RSS {memory['peak_rss_mib']:.0f} MiB"]
@@ -273,7 +273,7 @@ def execute(
     meta = {
         "system": name,
         "description": description,
-        "url": f"{PROJECT_URL}/blob/main/docs/baselines.md#{name}",
+        "url": f"{PROJECT_URL}/blob/main/docs/{spec.doc}#{name}",
         "models": models,
         "trained_on": list(spec.trains_on),
         "hardware": hardware(),

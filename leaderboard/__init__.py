@@ -4,7 +4,8 @@
 
 Layers inside the package, lowest first: ``text`` (escaping, number formatting); ``scoring``
 (the scoreboard), ``comparison`` (the test report) and ``significance`` (the tests); ``results``
-(the result types); ``analyses``, ``figures``, ``markdown``, ``html`` and ``render`` (outputs);
+(the result types); ``analyses``, ``curves`` (learning curves from the runs' training histories),
+``figures``, ``markdown``, ``html`` and ``render`` (outputs);
 ``build`` (the whole pipeline).
 
 Names are resolved lazily, so the CLI can register its commands without importing numpy or

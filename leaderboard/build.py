@@ -16,16 +16,19 @@ from typing import Any
 
 from searchtome.leaderboard.analyses import DEFAULT_PAIR, Resampling, analyses, paired_analysis
 from searchtome.leaderboard.comparison import OVERALL, ComparisonReport
-from searchtome.leaderboard.figures import plot, plot_paired
+from searchtome.leaderboard.curves import learning_curves
+from searchtome.leaderboard.figures import plot, plot_curves, plot_paired
 from searchtome.leaderboard.html import render_html
 from searchtome.leaderboard.markdown import render_markdown
 from searchtome.leaderboard.results import (
+    CURVES_KEY,
     MAIN_MEASURES,
     PAIRED_KEY,
     Breakdown,
     CheckResult,
     Entry,
     LeaderboardResult,
+    LearningCurve,
     PairedAnalysis,
     relative,
 )
@@ -50,6 +53,7 @@ FIGURE_FILES = {
     "invalid_by_training_questions": "invalid_by_training_questions.png",
     "r1_by_depth": "r1_by_depth.png",
     PAIRED_KEY: "paired_by_training_questions.png",
+    CURVES_KEY: "learning_curves.png",  # only when a submission recorded a training history
 }
 EXACT = 1e-9
 
@@ -179,12 +183,17 @@ def _test_against_the_top(
 
 
 def _write_figures(
-    breakdowns: Mapping[str, Breakdown], out: Path, paired: PairedAnalysis | None = None
+    breakdowns: Mapping[str, Breakdown],
+    out: Path,
+    paired: PairedAnalysis | None = None,
+    curves: Mapping[str, LearningCurve] | None = None,
 ) -> tuple[dict[str, Path], dict[str, bytes]]:
     figures: dict[str, Path] = {}
     images: dict[str, bytes] = {key: plot(breakdown) for key, breakdown in breakdowns.items()}
     if paired is not None and paired.buckets:
         images[PAIRED_KEY] = plot_paired(paired)
+    if curves:
+        images[CURVES_KEY] = plot_curves(dict(curves))
     for key in images:
         path = out / "figures" / FIGURE_FILES[key]
         with atomic_write(path, "wb") as fh:
@@ -248,7 +257,8 @@ def build_leaderboard(
         if pair is not None and board.queries is not None
         else None
     )
-    figures, images = _write_figures(breakdowns, out, paired)
+    curves = learning_curves(entries, submissions_root)
+    figures, images = _write_figures(breakdowns, out, paired, curves)
     settings = {
         "searchtome": __version__,
         "permutations": permutations,
@@ -273,6 +283,7 @@ def build_leaderboard(
         settings=settings,
         domains=sorted(set(board.queries.domain.tolist())) if board.queries is not None else [],
         paired=paired,
+        curves=curves,
     )
     if check is not None:
         expected = read_json(check) if not isinstance(check, Mapping) else check

@@ -1,4 +1,5 @@
-"""The leaderboard's figures: a :class:`~searchtome.leaderboard.results.Breakdown` as a PNG bar chart.
+"""The leaderboard's figures: a :class:`~searchtome.leaderboard.results.Breakdown` as a PNG bar chart,
+the paired differences, and the trained baselines' learning curves.
 
 matplotlib's Agg canvas, no pyplot: no global backend switch, no display needed.
 """
@@ -8,7 +9,13 @@ from __future__ import annotations
 import io
 
 import numpy as np
-from searchtome.leaderboard.results import Breakdown, PairedAnalysis
+from searchtome.leaderboard.results import (
+    CURVES_TITLE,
+    Breakdown,
+    LearningCurve,
+    PairedAnalysis,
+    curve_groups,
+)
 
 
 def plot(breakdown: Breakdown) -> bytes:
@@ -89,6 +96,53 @@ def plot_paired(paired: PairedAnalysis) -> bytes:
     ax.set_ylabel(f"{paired.measure} difference (points)")
     ax.set_title(paired.title + " (95% bootstrap CI)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _points(xs: list[int], ys: list[float | None], scale: float = 1.0) -> tuple[list, list]:
+    """The epochs that recorded a value, and the values: the line joins evaluated epochs only."""
+    kept = [(x, y * scale) for x, y in zip(xs, ys, strict=True) if y is not None]
+    return [x for x, _ in kept], [y for _, y in kept]
+
+
+def plot_curves(curves: dict[str, LearningCurve]) -> bytes:
+    """Dev R@1 (%) and training loss per epoch, one line per distinct training, the kept epoch
+    starred; PNG bytes (deterministic: no timestamp in the metadata)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(9.0, 3.8), dpi=100)
+    FigureCanvasAgg(fig)
+    dev_ax, loss_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    for i, group in enumerate(curve_groups(curves)):
+        c, color = curves[group[0]], f"C{i}"
+        label = " = ".join(group)
+        dev_ax.plot(*_points(c.epochs, c.dev_r1, 100.0), marker="o", ms=3, color=color, label=label)
+        best = c.best_dev_r1
+        if best is not None:
+            dev_ax.plot([c.best_epoch], [best * 100], marker="*", ms=14, color=color, mec="black")
+        positive = [v if v is not None and v > 0 else None for v in c.train_loss]  # log axis
+        loss_ax.plot(*_points(c.epochs, positive), marker="o", ms=3, color=color, label=label)
+    star = Line2D([], [], ls="", marker="*", ms=10, color="white", mec="black")
+    handles, labels = dev_ax.get_legend_handles_labels()
+    dev_ax.legend([*handles, star], [*labels, "kept epoch"], fontsize=8, loc="lower right")
+    sizes = {c.dev_queries for c in curves.values()}
+    n = f", {sizes.pop():,} questions" if len(sizes) == 1 and None not in sizes else ""
+    dev_ax.set_ylabel(f"dev R@1 (%{n})")
+    dev_ax.set_ylim(bottom=0)
+    loss_ax.set_ylabel("training loss (log scale)")
+    if loss_ax.lines:
+        loss_ax.set_yscale("log")
+    for ax in (dev_ax, loss_ax):
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    fig.suptitle(CURVES_TITLE, fontsize=10)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})

@@ -22,9 +22,17 @@ from urllib.parse import quote
 
 from searchtome.leaderboard.comparison import OVERALL, PairTest
 from searchtome.leaderboard.costs import Cost, fmt_count, fmt_mib, fmt_seconds
+from searchtome.leaderboard.curves import (
+    CURVES_HEADING,
+    TABLE_NOTE,
+    curve_grid,
+    curve_intro,
+    curve_notes,
+)
 from searchtome.leaderboard.html_assets import CSP, CSS, SCRIPT
 from searchtome.leaderboard.results import (
     CHECK_LEGEND,
+    CURVES_KEY,
     MAIN_MEASURES,
     MARK,
     META_ORDER,
@@ -416,18 +424,41 @@ def _banner(result: LeaderboardResult) -> str:
     )
 
 
+def _figure(result: LeaderboardResult, key: str, png: bytes) -> str:
+    """One figure as a ``data:`` URI (the page's policy admits no other image)."""
+    title = result.figure_title(key)
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        f'<figure><img id="fig-{_e(key)}" alt="{_e(title)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{_e(title)}</figcaption></figure>"
+    )
+
+
 def _figures(result: LeaderboardResult, images: dict[str, bytes]) -> str:
-    figures = []
-    for key, png in images.items():
-        title = result.figure_title(key)
-        data = base64.b64encode(png).decode("ascii")
-        figures.append(
-            f'<figure><img id="fig-{_e(key)}" alt="{_e(title)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{_e(title)}</figcaption></figure>"
-        )
+    figures = [_figure(result, key, png) for key, png in images.items() if key != CURVES_KEY]
     if result.paired is not None:  # the pre-declared rare-leaf test, in one sentence
         figures.append(f'<p class="note" id="rare-leaf">{_e(result.paired.rare_sentence())}</p>')
     return f'<h2 id="analyses">Analyses</h2>{"".join(figures)}' if figures else ""
+
+
+def _curves(result: LeaderboardResult, images: dict[str, bytes]) -> str:
+    """The learning-curve figure, the per-epoch table (kept epoch bold) and a line per system."""
+    if not result.curves:
+        return ""
+    header, grid = curve_grid(result.curves)
+    columns = [Column(h, "") for h in header]
+    rows = [[Cell(text, css="best" if best else "") for text, best in row] for row in grid]
+    table = _table("curve-table", columns, rows).replace(' class="sortable"', "")
+    figure = _figure(result, CURVES_KEY, images[CURVES_KEY]) if CURVES_KEY in images else ""
+    items = "".join(
+        f"<li><strong>{_e(system)}</strong>: {_e(text)}</li>"
+        for system, text in curve_notes(result.curves)
+    )
+    return (
+        f'<h2 id="learning-curves">{_e(CURVES_HEADING)}</h2>'
+        f'<p class="note">{_e(curve_intro(result.split))}</p>{figure}{table}'
+        f'<p class="note">{_e(TABLE_NOTE)}</p><ul class="curves">{items}</ul>'
+    )
 
 
 def render_html(result: LeaderboardResult, images: dict[str, bytes]) -> str:
@@ -454,6 +485,7 @@ def render_html(result: LeaderboardResult, images: dict[str, bytes]) -> str:
         + (f'<h2 id="per-domain">Per domain</h2>{domains}' if domains else "")
         + f'<h2 id="cost">Cost and files</h2>{_cost_section(result)}'
         + _figures(result, images)
+        + _curves(result, images)
         + _submissions(result)
         + _rejected(result)
         + _checks(result)

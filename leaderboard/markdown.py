@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from searchtome.leaderboard.results import CHECK_LEGEND, META_ORDER, LeaderboardResult
+from searchtome.leaderboard.curves import (
+    CURVES_HEADING,
+    TABLE_NOTE,
+    curve_intro,
+    curve_notes,
+    curve_table,
+)
+from searchtome.leaderboard.results import (
+    CHECK_LEGEND,
+    CURVES_KEY,
+    META_ORDER,
+    LeaderboardResult,
+)
 from searchtome.leaderboard.text import md_escape
 
 
@@ -24,11 +36,13 @@ def render_markdown(result: LeaderboardResult) -> str:
         "",
         result.domain_table(),
     ]
-    if result.figures or result.paired is not None:
+    analysed = {k: p for k, p in result.figures.items() if k != CURVES_KEY}
+    if analysed or result.paired is not None:
         parts += ["## Analyses", ""]
-        for key, path in result.figures.items():
+        for key, path in analysed.items():
             parts += [f"![{result.figure_title(key)}](figures/{path.name})", ""]
         parts += paired_lines(result)
+    parts += curve_lines(result)
     if result.entries:
         parts += ["## Submissions", ""]
         for e in result.entries:
@@ -100,3 +114,16 @@ def paired_lines(result: LeaderboardResult) -> list[str]:
             "",
         ]
     return [*lines, md_escape(paired.rare_sentence()), ""]
+
+
+def curve_lines(result: LeaderboardResult) -> list[str]:
+    """The curve figure, the per-epoch table (the kept epoch bold) and one line per system."""
+    if not result.curves:
+        return []
+    lines = [f"## {CURVES_HEADING}", "", md_escape(curve_intro(result.split)), ""]
+    if CURVES_KEY in result.figures:
+        path = result.figures[CURVES_KEY]
+        lines += [f"![{result.figure_title(CURVES_KEY)}](figures/{path.name})", ""]
+    lines += [curve_table(result.curves), TABLE_NOTE, ""]
+    lines += [f"- **{md_escape(s)}**: {md_escape(text)}" for s, text in curve_notes(result.curves)]
+    return [*lines, ""]

@@ -25,6 +25,8 @@ FORMAT = "searchtome-leaderboard-v1"
 MAIN_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")  # the main table's columns and tests
 MARK = "†"  # differs significantly from the top system
 PAIRED_KEY = "paired_by_training_questions"  # the a − b analysis in leaderboard.json and figures
+CURVES_KEY = "learning_curves"  # dev R@1 per epoch: leaderboard.json's key and the figure's
+CURVES_TITLE = "Dev R@1 and training loss per epoch of the trained baselines"
 SHORT = "—"  # shown instead of a value whose cut-off lies beyond the system's ranking depth
 # Submission metadata shown on the pages, in this order.
 META_ORDER = (
@@ -206,6 +208,70 @@ class PairedAnalysis:
 
 
 @dataclass
+class LearningCurve:
+    """One trained system's history from its ``meta.json`` (``run_info.notes.training``).
+
+    The lists run per epoch, in epoch order, ``None`` where that epoch recorded no value (dev R@1
+    is evaluated every ``eval_every`` epochs only). ``best_epoch`` is the epoch whose adapter the
+    run kept for its test predictions. ``adapter`` is the trained adapter's path or cache key:
+    systems that name the same one reused one training, so they have one curve between them.
+    """
+
+    system: str
+    epochs: list[int]
+    dev_r1: list[float | None]
+    train_loss: list[float | None]
+    seconds: list[float | None]  # cumulative wall time at the end of each epoch
+    best_epoch: int | None
+    dev_queries: int | None
+    stopped: str
+    adapter: str
+    dev_decode: str = ""  # how the dev questions were decoded (config.dev_decode)
+
+    @property
+    def best_dev_r1(self) -> float | None:
+        """Dev R@1 of the kept epoch (None when it was not evaluated or is not in the history)."""
+        by_epoch = dict(zip(self.epochs, self.dev_r1, strict=True))
+        return by_epoch.get(self.best_epoch) if self.best_epoch is not None else None
+
+    @property
+    def train_seconds(self) -> float | None:
+        """Training wall time: the last cumulative time recorded (resumed runs included)."""
+        return next((s for s in reversed(self.seconds) if s is not None), None)
+
+    def same_training(self, other: LearningCurve) -> bool:
+        """Whether ``other`` reused this adapter: same adapter, same recorded curve."""
+        return (
+            bool(self.adapter)
+            and self.adapter == other.adapter
+            and (self.epochs, self.dev_r1) == (other.epochs, other.dev_r1)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "best_dev_r1": self.best_dev_r1,
+            "train_seconds": self.train_seconds,
+        }
+
+
+def curve_groups(curves: dict[str, LearningCurve]) -> list[list[str]]:
+    """The distinct curves: systems that share one training grouped, in ``curves``' order.
+
+    dsi and dsi-constrained reuse one adapter; plotting or tabulating them apart would show one
+    training twice as if it were two.
+    """
+    groups: list[list[str]] = []
+    for system, curve in curves.items():
+        group = next((g for g in groups if curves[g[0]].same_training(curve)), None)
+        if group is None:
+            groups.append([system])
+        else:
+            group.append(system)
+    return groups
+
+
+@dataclass
 class LeaderboardResult:
     """Everything one leaderboard build produced: ranked entries, tests, analyses, checks."""
 
@@ -221,11 +287,14 @@ class LeaderboardResult:
     domains: list[str]
     checks: list[CheckResult] | None = None
     paired: PairedAnalysis | None = None
+    curves: dict[str, LearningCurve] = field(default_factory=dict)  # system → its training
 
     def figure_title(self, key: str) -> str:
         """The title of the figure stored under ``key``."""
         if key in self.analyses:
             return self.analyses[key].title
+        if key == CURVES_KEY:
+            return CURVES_TITLE
         return self.paired.title if self.paired is not None else key
 
     # -- text --
@@ -436,10 +505,20 @@ class LeaderboardResult:
                 **({PAIRED_KEY: self.paired.to_dict()} if self.paired is not None else {}),
             },
             "figures": {k: f"figures/{p.name}" for k, p in self.figures.items()},
+            CURVES_KEY: self.curves_dict(),
             "rejected": [
                 _rejected_dict(r, self.settings["submissions_root"]) for r in self.rejected
             ],
         }
+
+    def curves_dict(self) -> dict[str, Any]:
+        """Each curve as data, with the system whose training it shares (``None``: its own)."""
+        out = {}
+        for group in curve_groups(self.curves):
+            for system in group:
+                shared = group[0] if system != group[0] else None
+                out[system] = {**self.curves[system].to_dict(), "same_adapter_as": shared}
+        return out
 
     def to_json(self) -> str:
         """``leaderboard.json``: :meth:`to_dict`, with the checks when there were any."""

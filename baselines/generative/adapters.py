@@ -137,9 +137,13 @@ def adapter_key(
     # N processes average N batches per step (grad_accum × N): another training. Keys of
     # one-process runs stay as they were.
     parallel = {"processes": world} if world > 1 else {}
+    # dev_decode=beam picks the kept epoch with num_beams beams, so the beam count shapes the
+    # adapter too (greedy and exact do not read it). Keys of the other decoders stay as they were.
+    search = {"dev_num_beams": cfg.num_beams} if cfg.dev_decode == "beam" else {}
     return stable_hash(
         {
             **parallel,
+            **search,
             "system": system,
             "with_toc": with_toc,
             "model": model_fingerprint(cfg.model),

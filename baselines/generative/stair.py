@@ -71,6 +71,7 @@ class DSIConstrainedConfig(DSIConfig):
     config=StairConfig,
     needs=("ml",),
     trains_on=("train", "dev"),
+    doc="llm-baselines.md",
 )
 def run_stair(dataset: Dataset, split: str, config: StairConfig, ctx: RunContext) -> Run:
     return run_generative(dataset, split, config, ctx, system="stair", with_toc=True)
@@ -83,6 +84,7 @@ def run_stair(dataset: Dataset, split: str, config: StairConfig, ctx: RunContext
     config=DSIConfig,
     needs=("ml",),
     trains_on=("train", "dev"),
+    doc="llm-baselines.md",
 )
 def run_dsi(dataset: Dataset, split: str, config: DSIConfig, ctx: RunContext) -> Run:
     return run_generative(dataset, split, config, ctx, system="dsi", with_toc=False)
@@ -94,6 +96,7 @@ def run_dsi(dataset: Dataset, split: str, config: DSIConfig, ctx: RunContext) ->
     config=DSIConstrainedConfig,
     needs=("ml",),
     trains_on=("train", "dev"),
+    doc="llm-baselines.md",
 )
 def run_dsi_constrained(
     dataset: Dataset, split: str, config: DSIConstrainedConfig, ctx: RunContext

@@ -144,18 +144,20 @@ def _replies_local(
     fingerprint, the prompt and the decoding settings, so a killed run resumes where it stopped.
     """
     from searchtome.baselines.generative.beam import beam_search
-    from searchtome.baselines.generative.engine import decode_text, load_lm
+    from searchtome.baselines.generative.engine import decode_text, load_lm, pick_device, pick_dtype
 
     from searchtome.llm.cache import CacheKey, ResponseCache
     from searchtome.threads import use_torch_threads
 
     model_id = stable_hash(model_fingerprint(cfg.model))[:20]
+    device = pick_device(cfg.device)
     sampling = {
         "decode": "greedy",
         "max_new_tokens": cfg.max_new_tokens,
         "max_input_tokens": cfg.max_input_tokens,
-        "dtype": cfg.dtype,
-        "device": cfg.device,
+        # What "auto" resolves to here: a reply written in float32 is not one in bfloat16.
+        "dtype": str(pick_dtype(cfg.dtype, device)).removeprefix("torch."),
+        "device": device.type,
     }
     layout = get_layout(cfg.prompt_layout)
     template = layout.template("zeroshot")
@@ -277,6 +279,7 @@ def _replies_endpoint(
     config=ZeroShotConfig,
     needs=("ml",),
     trains_on=(),
+    doc="llm-baselines.md",
 )
 def run_zeroshot(dataset: Dataset, split: str, config: ZeroShotConfig, ctx: RunContext) -> Run:
     queries = dataset.queries(split)

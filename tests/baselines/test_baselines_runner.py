@@ -39,6 +39,19 @@ def test_ls_lists_every_baseline_on_one_line(capsys):
     assert "reconstruction" in nav and "[needs: ml]" in nav
 
 
+def test_every_baseline_links_to_a_heading_or_anchor_of_its_own_doc_page():
+    import re
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for spec in registry.all_baselines():
+        name = spec.name
+        text = (docs / spec.doc).read_text(encoding="utf-8")
+        # GitHub makes "### `bm25`" the anchor #bm25; a heading with more words needs <a id>.
+        heading = re.search(rf"^#+ `{re.escape(name)}`$", text, re.M)
+        assert heading or f'<a id="{name}"></a>' in text, f"{spec.doc} has no #{name}"
+
+
 def test_unknown_baseline_suggests_the_close_name(tiny_dataset, capsys):
     assert main(["run", "bm52", "--data", str(tiny_dataset)]) == 1
     err = capsys.readouterr().err
@@ -75,7 +88,7 @@ def test_cli_run_writes_a_valid_submission(tiny_dataset, tmp_path, capsys):
     assert machine["isa_known"] == bool(cpu_flags())
     assert all(present == (flag in cpu_flags()) for flag, present in machine["isa"].items())
     assert machine["cpu"] in meta["hardware"]
-    assert "dtype" not in info  # BM25 runs no model
+    assert info["dtype"] is None  # BM25 runs no model
     sub = read_submission(out)
     assert len(sub.run) == len(load(tiny_dataset).queries("test"))
     # A variant in another folder is its own system; the config from meta.json repeats the run.

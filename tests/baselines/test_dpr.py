@@ -49,6 +49,7 @@ def test_dpr_beats_random_and_stays_in_the_book(dpr_runs):
         s = run.scores[q.query_id]
         assert list(s) == sorted(s, reverse=True)
     assert notes["models"][0].startswith("sentence-transformers/all-MiniLM-L6-v2")
+    assert notes["dtype"] == "float32"  # recorded as run_info.dtype
 
 
 @pytest.mark.slow

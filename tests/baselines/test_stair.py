@@ -520,3 +520,26 @@ def test_wrapping_with_lora_raises_no_deprecation_noise(tiny_lm_dir, tiny_datase
         warnings.simplefilter("always")  # over this module's FutureWarning filter
         attach_lora(lm, LoraSettings(r=4, alpha=8, layers=0), seed=1)
     assert not [w for w in caught if "is_gradient_checkpointing" in str(w.message)]
+
+
+def test_the_adapter_key_covers_the_dev_beam_count_only_where_dev_selection_reads_it(
+    tiny_lm_dir, tiny_dataset
+) -> None:
+    from dataclasses import replace
+
+    from searchtome.baselines.generative.adapters import adapter_key
+
+    lm, ds, ctx = _setup(tiny_lm_dir, tiny_dataset)
+    examples = build_examples(lm, ds, {"alpha-bio": ctx}, ["alpha-bio"], CFG)
+    dev = ds.queries("dev")[:2]
+
+    def key(cfg: GenRetConfig) -> str:
+        return adapter_key(
+            lm, {"alpha-bio": ctx}, ["alpha-bio"], examples, dev, cfg,
+            system="stair", with_toc=True, seed=0,
+        )  # fmt: skip
+
+    greedy = {key(replace(CFG, num_beams=n)) for n in (3, 10)}
+    beam = {key(replace(CFG, dev_decode="beam", num_beams=n)) for n in (3, 10)}
+    assert len(greedy) == 1  # greedy dev selection ignores num_beams: old adapters stay valid
+    assert len(beam) == 2 and not beam & greedy

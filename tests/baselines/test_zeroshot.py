@@ -148,3 +148,17 @@ def test_local_backend_runs_in_process(tiny_lm_dir, tiny_dataset, tmp_path) -> N
     longer = RunContext(cache_dir=tmp_path)
     run_zeroshot(ds, "test", replace(cfg, max_new_tokens=13), longer)  # settings are in the key
     assert longer.notes["replies_cached"] == 0
+    # "auto" is keyed by what it resolves to on this CPU: it shares the replies of float32 or of
+    # bfloat16, never has entries of its own.
+    from searchtome.baselines.generative.engine import pick_device, pick_dtype
+
+    auto = RunContext(cache_dir=tmp_path)
+    resolved = str(pick_dtype("auto", pick_device("cpu"))).removeprefix("torch.")
+    run_zeroshot(ds, "test", replace(cfg, dtype="auto"), auto)
+    if resolved == "float32":
+        assert auto.notes["replies_generated"] == 0
+    else:
+        assert auto.notes["replies_cached"] == 0
+        bf16 = RunContext(cache_dir=tmp_path)
+        run_zeroshot(ds, "test", replace(cfg, dtype="bfloat16"), bf16)
+        assert bf16.notes["replies_generated"] == 0
