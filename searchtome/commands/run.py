@@ -15,7 +15,11 @@ def add_common_options(p: argparse.ArgumentParser, default_split: str) -> None:
     p.add_argument("name", help="baseline name (see `searchtome ls baselines`)")
     p.add_argument("--data", required=True, help="dataset folder or hf://ORG/NAME[@REV]")
     p.add_argument("--split", default=default_split, help=f"query split (default {default_split})")
-    p.add_argument("--config", help="JSON or TOML config file (or a meta.json to repeat a run)")
+    p.add_argument(
+        "--config",
+        help="JSON or TOML config file, a meta.json to repeat a run, or the name of a shipped "
+        "config (stair-fast, stair-mistral7b, ...; baselines/configs/)",
+    )
     p.add_argument(
         "--set",
         action="append",
@@ -27,6 +31,21 @@ def add_common_options(p: argparse.ArgumentParser, default_split: str) -> None:
 
 
 _PLACEHOLDERS = ("<DATA>", "<CONFIG>", "<OUT>")
+
+
+def config_source(value: str | None) -> str | None:
+    """``--config``'s file: the value itself, or the shipped config a bare name stands for.
+
+    A bare name (no folder, no suffix, no such file here) is looked up among the configs
+    installed with the package, with a did-you-mean when there is none of that name.
+    """
+    from pathlib import Path
+
+    if not value or Path(value).exists() or Path(value).suffix or "/" in value or "\\" in value:
+        return value
+    from searchtome.baselines.generative.stair import config_path
+
+    return str(config_path(value))
 
 
 def _command_line(args: argparse.Namespace) -> str:
@@ -61,7 +80,7 @@ def _command(args: argparse.Namespace) -> int:
         args.name,
         args.data,
         split=args.split,
-        config=args.config,
+        config=config_source(args.config),
         out=args.out,
         overrides=args.set,
         seed=args.seed,

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from searchtome.commands.run import add_common_options
+from searchtome.commands.run import add_common_options, config_source
 
 AGGREGATES = ("macro", "micro")
 DEFAULT_MEASURES = ("R@1", "R@3", "nDCG@3")
@@ -77,7 +77,7 @@ def _command(args: argparse.Namespace) -> int:
         args.data,
         grid,
         split=args.split,
-        config=args.config,
+        config=config_source(args.config),
         overrides=args.set,
         measures=measures,
         seed=args.seed,

@@ -224,11 +224,19 @@ def _endpoint_counts(client: ChatClient) -> str:
     """``host: N answered[, M failed]`` per endpoint; failures are logged as a warning too."""
     parts = []
     for host, st in client.endpoint_stats().items():
-        parts.append(f"{host}: {st.ok} answered" + (f", {st.errors} failed" if st.errors else ""))
+        parts.append(
+            f"{host}: {st.ok} answered" + (f", {st.errors} failed attempts" if st.errors else "")
+        )
         if st.errors:
             reasons = ", ".join(f"{k}: {v}" for k, v in sorted(st.by_reason.items()))
+            # Attempts, not questions: a failed attempt is retried; the warning below counts
+            # the requests that gave up.
             log.warning(
-                "endpoint %s: %d requests, %d failed (%s)", host, st.sent, st.errors, reasons
+                "endpoint %s: %d of %d attempts failed (%s); failed attempts are retried",
+                host,
+                st.errors,
+                st.sent,
+                reasons,
             )
     s = client.stats
     if s.failures:

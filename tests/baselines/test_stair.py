@@ -512,6 +512,23 @@ def test_paper_configs_parse() -> None:
         config_path("stair-mistral")
 
 
+def test_defaults_are_the_paper_setting_and_stair_fast_the_earlier_cpu_one() -> None:
+    from searchtome.baselines.generative.stair import DSIConfig, StairConfig
+
+    from searchtome.commands.run import config_source
+    from searchtome.config import make_config
+
+    paper = StairConfig()
+    assert (paper.adapt_toc, paper.max_epochs, paper.patience) == (True, 20, 5)
+    assert (DSIConfig().max_epochs, DSIConfig().patience) == (20, 5)
+    fast = make_config(StairConfig, config_source("stair-fast"))  # a shipped config by name
+    assert (fast.adapt_toc, fast.max_epochs, fast.patience) == (False, 6, 2)
+    assert make_config(DSIConfig, config_source("dsi-fast")).max_epochs == 12
+    assert config_source("runs/mine.toml") == "runs/mine.toml"  # a path stays a path
+    with pytest.raises(SearchTomeError, match="did you mean 'stair-fast'"):
+        config_source("stair-fats")
+
+
 def test_wrapping_with_lora_raises_no_deprecation_noise(tiny_lm_dir, tiny_dataset) -> None:
     import warnings
 
