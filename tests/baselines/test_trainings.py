@@ -1,0 +1,64 @@
+"""``searchtome ls trainings``: finished adapters and resumable trainings in the cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from searchtome.cli import main
+
+torch = pytest.importorskip("torch")
+
+
+def _report(epochs: int, dev: list[float], stopped: str = "") -> dict:
+    history = [{"epoch": i + 1, "dev_r1": v, "seconds": 60.0 * (i + 1)} for i, v in enumerate(dev)]
+    best = max(range(len(dev)), key=lambda i: dev[i])
+    return {
+        "epochs": epochs,
+        "best_epoch": best + 1,
+        "best_dev_r1": dev[best],
+        "stopped": stopped,
+        "history": history,
+        "seconds": 60.0 * epochs,
+        "dev_queries": 100,
+    }
+
+
+def test_ls_trainings_shows_finished_and_resumable_adapters(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path))
+    adapters = tmp_path / "baselines" / "dsi" / "adapters"
+    done = adapters / "aaaa"
+    done.mkdir(parents=True)
+    meta = {"system": "dsi", "training": _report(3, [0.1, 0.3, 0.2], "early stop")}
+    (done / "searchtome.json").write_text(json.dumps(meta))
+    (adapters / "bbbb").mkdir()  # an adapter without a report (copied in): not listed
+    work = tmp_path / "baselines" / "stair" / "adapters" / ".cccc.work"
+    work.mkdir(parents=True)
+    torch.save({"report": _report(2, [0.01, 0.13]), "lora": {}}, work / "state.pt")
+    (tmp_path / "baselines" / "stair" / "adapters" / ".dddd.work").mkdir()  # no epoch yet
+
+    assert main(["ls", "trainings"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("dsi  aaaa  finished: 3 epoch(s)")
+    assert "dev R@1 % per epoch (100 dev questions): 10, 30, 20; best 30 at epoch 2" in lines[0]
+    assert lines[0].endswith("; early stop")
+    assert lines[1].startswith("stair  cccc  in training (rerun its command to resume): 2 epoch")
+    assert "1, 13; best 13 at epoch 2" in lines[1]
+
+
+def test_an_unreadable_training_state_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path))
+    work = tmp_path / "baselines" / "stair" / "adapters" / ".eeee.work"
+    work.mkdir(parents=True)
+    (work / "state.pt").write_bytes(b"not a torch file")
+    assert main(["ls", "trainings"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "state.pt: cannot be read" in err[0]
+
+
+def test_an_empty_cache_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path))
+    assert main(["ls", "trainings"]) == 0
+    assert "no trained or resumable adapters" in capsys.readouterr().out
