@@ -54,6 +54,8 @@ class ZeroShotConfig:
     model: str = "smollm2"  # local: name or path; openai: the model name requests carry
     base_url: str = ""  # openai backend; empty = OPENAI_BASE_URL
     concurrency: int = 8
+    # openai backend: tries per request; failed tries back off 1, 2, 4, ... s (llm/client.py)
+    max_attempts: int = 6
     dtype: str = "auto"
     device: str = "auto"
     threads: int = 0  # local backend: 0 = from the CPUs and load (searchtome.threads)
@@ -229,6 +231,7 @@ def _replies_endpoint(
         base_url=cfg.base_url or None,
         model=cfg.model,
         concurrency=cfg.concurrency,
+        max_attempts=cfg.max_attempts,
         sampling=SamplingParams(temperature=cfg.temperature, max_tokens=cfg.max_new_tokens),
     )
     client_cfg.validate()

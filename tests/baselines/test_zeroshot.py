@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import pytest
@@ -122,9 +123,13 @@ def test_endpoint_failures_are_reported_not_hidden(tiny_dataset, tmp_path) -> No
     ds = load(tiny_dataset)
     with FakeOpenAIServer(reply=lambda m, b: "Lipids") as server:
         server.inject(Fault.http(500), times=100, match="Beta Law")
-        cfg = ZeroShotConfig(backend="openai", model="m", base_url=server.base_url, concurrency=4)
+        cfg = ZeroShotConfig(
+            backend="openai", model="m", base_url=server.base_url, concurrency=4, max_attempts=2
+        )
         with pytest.raises(SearchTomeError, match=r"failed.*rerun to retry"):
             run_zeroshot(ds, "test", cfg, RunContext(cache_dir=tmp_path))
+        tries = Counter(r.messages_hash for r in server.chat_records() if r.status == 500)
+        assert tries and max(tries.values()) == 2  # max_attempts reaches the client
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")
