@@ -47,9 +47,11 @@ class TrainingStatus:
         )
         hours = self.seconds / 3600
         why = f"; {self.stopped}" if self.stopped else ""
+        # A finished report counts its dev questions; an epoch state does not record them.
+        sample = f" ({self.dev_queries} dev questions)" if self.dev_queries else ""
         return (
             f"{self.system}  {self.key}  {state}: {self.epochs} epoch(s), {hours:.1f} h; "
-            f"dev R@1 % per epoch ({self.dev_queries} dev questions): {curve}; {best}{why}"
+            f"dev R@1 % per epoch{sample}: {curve}; {best}{why}"
         )
 
 

@@ -35,7 +35,9 @@ def test_ls_trainings_shows_finished_and_resumable_adapters(tmp_path, monkeypatc
     (adapters / "bbbb").mkdir()  # an adapter without a report (copied in): not listed
     work = tmp_path / "baselines" / "stair" / "adapters" / ".cccc.work"
     work.mkdir(parents=True)
-    torch.save({"report": _report(2, [0.01, 0.13]), "lora": {}}, work / "state.pt")
+    state = _report(2, [0.01, 0.13])
+    del state["dev_queries"]  # an epoch state's report has no dev count yet
+    torch.save({"report": state, "lora": {}}, work / "state.pt")
     (tmp_path / "baselines" / "stair" / "adapters" / ".dddd.work").mkdir()  # no epoch yet
 
     assert main(["ls", "trainings"]) == 0
@@ -45,7 +47,7 @@ def test_ls_trainings_shows_finished_and_resumable_adapters(tmp_path, monkeypatc
     assert "dev R@1 % per epoch (100 dev questions): 10, 30, 20; best 30 at epoch 2" in lines[0]
     assert lines[0].endswith("; early stop")
     assert lines[1].startswith("stair  cccc  in training (rerun its command to resume): 2 epoch")
-    assert "1, 13; best 13 at epoch 2" in lines[1]
+    assert "dev R@1 % per epoch: 1, 13; best 13 at epoch 2" in lines[1]
 
 
 def test_an_unreadable_training_state_is_one_clear_line(tmp_path, monkeypatch, capsys):
