@@ -133,6 +133,17 @@ class Dataset:
         )
 
 
+def open_dataset(source: PathLike | Dataset) -> Dataset:
+    """A loaded dataset as it is; otherwise :func:`load` it, reading a bare ``ORG/NAME`` that
+    is not a local folder as a Hub id (how the MTEB and ir_datasets bridges name datasets)."""
+    if isinstance(source, Dataset):
+        return source
+    text = str(source)
+    if not text.startswith("hf://") and not Path(text).exists() and text.count("/") == 1:
+        text = "hf://" + text
+    return load(text)
+
+
 def load(source: PathLike) -> Dataset:
     """Open a dataset: a local folder, or ``hf://ORG/NAME[@REVISION]`` on the Hugging Face Hub."""
     text = str(source)

@@ -28,7 +28,7 @@ except ImportError as exc:
         "install it with: pip install 'searchtome[ir_datasets]'"
     ) from exc
 
-from searchtome.dataset.loader import Dataset, load
+from searchtome.dataset.loader import Dataset, open_dataset
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
 from searchtome.records import SPLITS, Leaf, Query
@@ -119,15 +119,6 @@ def dataset_name(ds: Dataset) -> str:
     return name.removeprefix(f"{PREFIX}-")
 
 
-def _open(source: PathLike | Dataset) -> Dataset:
-    if isinstance(source, Dataset):
-        return source
-    text = str(source)
-    if not text.startswith("hf://") and not Path(text).exists() and text.count("/") == 1:
-        text = "hf://" + text
-    return load(text)
-
-
 def _add(dataset_id: str, root: str, *components: Any) -> None:
     if dataset_id in _REGISTERED:
         if _REGISTERED[dataset_id] != root:
@@ -147,7 +138,7 @@ def register(
 
     Registering the same folder again is a no-op; another folder under a taken name is an error.
     """
-    ds = _open(source)
+    ds = open_dataset(source)
     base = f"{PREFIX}/{name or dataset_name(ds)}"
     root = str(Path(ds.root).resolve())
     every = LeafDocs(ds.leaves())

@@ -31,7 +31,7 @@ except ImportError as exc:  # the error a user sees names the extra to install
         f"searchtome.mteb needs MTEB 2.x ({exc}); install it with: pip install 'searchtome[mteb]'"
     ) from exc
 
-from searchtome.dataset.loader import Dataset, load
+from searchtome.dataset.loader import Dataset, open_dataset
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
 from searchtome.metrics.ties import run_from_scores
@@ -49,16 +49,6 @@ _DOMAINS = {
     "Social Sciences": "Academic",
     "Education": "Academic",
 }
-
-
-def _open(source: PathLike | Dataset) -> Dataset:
-    if isinstance(source, Dataset):
-        return source
-    text = str(source)
-    # A bare ORG/NAME that is not a local folder is a Hub id.
-    if not text.startswith("hf://") and not Path(text).exists() and text.count("/") == 1:
-        text = "hf://" + text
-    return load(text)
 
 
 def task_metadata(
@@ -157,7 +147,7 @@ class SearchTomeRetrieval(AbsTaskRetrieval):
         """
         from searchtome.errors import unknown_name
 
-        ds = _open(source)
+        ds = open_dataset(source)
         for split in splits:
             if split not in SPLITS:
                 raise unknown_name("split", split, SPLITS)
