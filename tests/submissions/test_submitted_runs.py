@@ -29,9 +29,8 @@ BASELINES = {
     "dsi-constrained",
     "zeroshot-llm",
 }
-# Runs committed before meta.json recorded the machine and kept paths portable; each leaves this
-# set when it is rerun (stair: the paper-setting run, issue 13).
-EARLIER_META = {"stair"}
+# named variants of a baseline, committed beside it (same adapter, another decoder)
+VARIANTS = {"stair-free": "stair"}
 
 
 def _strings(value: object) -> list[str]:
@@ -47,20 +46,30 @@ def _committed() -> set[str]:
 
 
 def test_every_baseline_has_a_committed_run() -> None:
-    assert _committed() >= BASELINES
+    assert _committed() == BASELINES | set(VARIANTS)
     for name in _committed():
         meta = json.loads((ROOT / "submissions" / name / "meta.json").read_text())
         assert meta["system"] == name and meta["split"] == "test"
         assert "whole-child" in meta["dataset_revision"]
         # no absolute path of the machine that ran it: relative paths and <DATA> only
         assert " --data <DATA> " in meta["command"] and " /" not in meta["command"], name
-        if name in EARLIER_META:
-            continue
         absolute = [s for s in _strings(meta) if s.startswith("/") or "/root/" in s]
         assert not absolute, (name, absolute)
         info = meta["run_info"]  # what a result depends on besides the config and the seed
         assert info["machine"]["cpu"] and "avx512_bf16" in info["machine"]["isa"], name
         assert "dtype" in info and info["threads"]["counts"] is not None, name
+
+
+def test_a_variant_reuses_its_baselines_adapter() -> None:
+    """``stair-free`` is the committed ``stair`` adapter decoding freely, nothing retrained."""
+    for variant, base in VARIANTS.items():
+        metas = [
+            json.loads((ROOT / "submissions" / n / "meta.json").read_text())["run_info"]
+            for n in (variant, base)
+        ]
+        assert metas[0]["baseline"] == metas[1]["baseline"] == base
+        assert metas[0]["notes"]["adapter"] == metas[1]["notes"]["adapter"]
+        assert metas[0]["notes"]["decode"] != metas[1]["notes"]["decode"]
 
 
 @pytest.mark.skipif(not PEER.is_dir(), reason="needs ../shared/peer/whole-child")
