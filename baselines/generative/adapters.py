@@ -27,6 +27,7 @@ from searchtome.baselines.generative.parallel import (
     same_everywhere,
 )
 from searchtome.baselines.generative.predict import Predictor
+from searchtome.baselines.generative.trainings import work_dir
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
@@ -263,11 +264,6 @@ def _train_settings(cfg: GenRetConfig) -> TrainSettings:
     )
 
 
-def _work_dir(final: Path) -> Path:
-    """Where an interrupted training keeps its per-epoch state, next to the final folder."""
-    return final.parent / f".{final.name}.work"
-
-
 def _train(
     lm: LM,
     books: dict[str, BookCtx],
@@ -296,7 +292,7 @@ def _train(
         return hits / len(dev)
 
     settings = _train_settings(cfg)
-    work = _work_dir(final)
+    work = work_dir(final)
     work.mkdir(parents=True, exist_ok=True)
     result = train(
         lm,
@@ -324,7 +320,7 @@ def _save(lm: LM, final: Path, meta: dict[str, Any]) -> None:
         lm.peft.save_pretrained(str(tmp))
         write_json(tmp / "searchtome.json", meta)
         commit_dir(tmp, final)
-        shutil.rmtree(_work_dir(final), ignore_errors=True)
+        shutil.rmtree(work_dir(final), ignore_errors=True)
     barrier()  # the others read the adapter's folder only once it is complete
 
 

@@ -38,13 +38,12 @@ import torch
 from searchtome.baselines.generative.common import LORA_TARGETS
 from searchtome.baselines.generative.engine import LM, PrefixKV, TreeCache
 from searchtome.baselines.generative.parallel import distributed, same_everywhere
+from searchtome.baselines.generative.trainings import STATE_FILE
 
 from searchtome.errors import SearchTomeError
 from searchtome.settings import progress
 
 log = logging.getLogger(__name__)
-
-STATE_FILE = "state.pt"
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,21 @@ opening a log.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from searchtome.errors import SearchTomeError
+from searchtome.io import read_json
 
+# The cache layout of a training in progress, written by adapters.py and train.py, read here.
 WORK_SUFFIX = ".work"
 STATE_FILE = "state.pt"
+
+
+def work_dir(final: Path) -> Path:
+    """Where an interrupted training keeps its per-epoch state, next to the final folder."""
+    return final.parent / f".{final.name}{WORK_SUFFIX}"
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,7 @@ def trainings(root: Path) -> list[TrainingStatus]:
             meta_file = folder / "searchtome.json"
             if not meta_file.is_file():
                 continue
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-            if isinstance(meta.get("training"), dict):
+            meta = read_json(meta_file)
+            if isinstance(meta, dict) and isinstance(meta.get("training"), dict):
                 out.append(_status(system, folder.name, True, meta["training"], meta_file))
     return out

@@ -60,6 +60,17 @@ def test_an_unreadable_training_state_is_one_clear_line(tmp_path, monkeypatch, c
     assert len(err) == 1 and "state.pt: cannot be read" in err[0]
 
 
+def test_a_malformed_adapter_record_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path))
+    folder = tmp_path / "baselines" / "dsi" / "adapters" / "ffff"
+    folder.mkdir(parents=True)
+    (folder / "searchtome.json").write_text('{"training": {"epochs": 3,\n')
+    assert main(["ls", "trainings"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ffff/searchtome.json:2: not valid JSON" in err[0]
+    assert (folder / "searchtome.json").is_file()  # reading it changed nothing
+
+
 def test_an_empty_cache_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path))
     assert main(["ls", "trainings"]) == 0
