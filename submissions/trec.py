@@ -13,7 +13,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from searchtome.submissions.lines import Limits, iter_lines
-from searchtome.submissions.problems import Predictions, Problem
+from searchtome.submissions.problems import Predictions, Problem, ProblemLog
 
 from searchtome.metrics.ties import TIE_RULE, count_ties, order_by_score
 from searchtome.records import Run
@@ -32,7 +32,7 @@ class _Rows:
 def parse_trec(path: Path, name: str | None, limits: Limits) -> Predictions:
     """Parse a TREC run file; the run is named ``name``, else its one tag, else the file stem."""
     shown = str(path)
-    problems: list[Problem] = []
+    problems = ProblemLog(keep_per_kind=limits.max_problems_per_kind)  # capped per kind
     rows = _Rows()
     for lineno, text, problem in iter_lines(path, limits):
         if problem is not None:
