@@ -147,7 +147,7 @@ class ValidationReport:
         n = self.error_count
         status = "OK" if self.ok else f"INVALID ({n} error{'' if n == 1 else 's'})"
         parts = [
-            f"{self.path}: {status}; system {self.system!r}, {self.format} format, "
+            f"{self.path}: {status}; system {quote(self.system)}, {self.format} format, "
             f"{self.n_answered}/{self.n_expected} {self.split} queries answered",
             f"  non-leaf ids: {c.non_leaf_ids} of {c.ids} ({c.non_leaf_at_1} at rank 1, "
             f"{c.non_leaf_in_top3} queries with one in the top 3)",
