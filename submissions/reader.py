@@ -70,6 +70,8 @@ def find_predictions(folder: PathLike) -> Path:
     """The one predictions file inside a submission folder."""
     folder = Path(folder)
     found = [folder / n for n in PREDICTION_FILES if (folder / n).is_file()]
+    for file in found:
+        refuse_outside_link(folder, file)
 
     if not found:
         raise SearchTomeError(
@@ -118,7 +120,7 @@ def open_submission(
     """Find a submission's predictions file and read its ``meta.json`` (problems collected).
 
     Raises :class:`SearchTomeError` when there is nothing to read: no such path, no or several
-    predictions files.
+    predictions files, or a file that links outside the submission folder.
     """
     path = Path(path)
     meta: dict[str, Any] = {}
@@ -128,6 +130,7 @@ def open_submission(
     if path.is_dir():
         pred_path = find_predictions(path)
         meta_path = path / META_FILE
+        refuse_outside_link(path, meta_path)
         if meta_path.exists() or require_meta:
             parsed, meta_lines, meta_problems = read_meta(meta_path, limits)
             meta = parsed or {}
@@ -142,6 +145,22 @@ def open_submission(
     return SubmissionFiles(
         path, pred_path, meta, meta_path, meta_lines, meta_problems, default_name
     )
+
+
+def refuse_outside_link(folder: Path, file: Path) -> None:
+    """Raise when ``file`` inside ``folder`` is a link to somewhere outside the folder.
+
+    A submission is the folder's own content: following a link out would let an upload read
+    (and the leaderboard publish) any file the scoring machine can see.
+    """
+    if not file.is_symlink():
+        return
+    target = file.resolve()
+    if not target.is_relative_to(folder.resolve()):
+        raise SearchTomeError(
+            f"{file}: a symbolic link to {target}, outside the submission folder; "
+            "copy the file into the folder instead"
+        )
 
 
 def load_submission(
