@@ -73,6 +73,18 @@ def canonical_name(text: str) -> str | None:
         return None
 
 
+def cutoff_of(name: str) -> float | None:
+    """The cut-off ir_measures parses from ``name`` (``AP@10`` → 10), ``None`` when it has none."""
+    module = _ir_measures()
+    if module is None:
+        return None
+    try:
+        value = module.parse_measure(name).params.get("cutoff")
+    except Exception:  # as in canonical_name: ir_measures raises many kinds on bad names
+        return None
+    return float(value) if isinstance(value, int | float) else None
+
+
 def external_values(
     run: Run, qrels: Qrels, names: Sequence[str], query_ids: Sequence[str]
 ) -> dict[str, np.ndarray]:

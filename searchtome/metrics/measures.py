@@ -92,7 +92,8 @@ class NDCG(Family):
 
     def values(self, ranked: Ranked, cutoff: int | None) -> np.ndarray:
         k = cutoff or ranked.depth
-        dcg = ranked.gains[:, :k] @ ranked.discount[:k]
+        seen = min(k, ranked.depth)  # ranks past the arrays' depth hold no ranked id
+        dcg = ranked.gains[:, :seen] @ ranked.discount[:seen]
         ideal_k = ranked.width if cutoff is None else cutoff
         idcg = ranked.ideal[:, :ideal_k] @ ranked.discount[:ideal_k]
         return np.divide(dcg, idcg, out=np.zeros(ranked.n_queries), where=idcg > 0)
@@ -134,6 +135,9 @@ _REFUSED = {
     "computed here; for top-k accuracy name Success@k",
 }
 _MEASURE_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:[@_]\s*(\d+))?\s*$")
+# The deepest cut-off scored: trec_eval's deepest default (a submission ranks at most 100 ids,
+# a TREC run conventionally 1000). Deeper ones only cost memory (an array as wide as k per query).
+MAX_CUTOFF = 1000
 
 
 @dataclass(frozen=True, order=True)
@@ -172,12 +176,26 @@ def parse_measure(text: str | Measure) -> Measure:
     if match is None or key not in _ALIASES:
         return _parse_external(str(text))
     found = REGISTRY[_ALIASES[key]]
-    cutoff = int(match.group(2)) if match.group(2) else None
-    if cutoff is not None and cutoff < 1:
-        raise SearchTomeError(f"measure {text!r}: the cutoff must be at least 1")
+    cutoff = check_cutoff(text, match.group(2)) if match.group(2) else None
     if cutoff is None and found.needs_cutoff:
         raise SearchTomeError(f"measure {text!r} needs a cutoff, e.g. {found.name}@1")
     return Measure(found.name, cutoff)
+
+
+def check_cutoff(text: str | Measure, cutoff: str | float) -> int:
+    """A measure's cut-off as an int from 1 to :data:`MAX_CUTOFF`; one clear error otherwise."""
+    digits = str(cutoff)
+    if len(digits) > 12 or float(cutoff) > MAX_CUTOFF:
+        shown = digits if len(digits) <= 12 else f"of {len(digits):,} digits"
+        raise SearchTomeError(
+            f"measure {str(text)[:60]!r}: cut-off {shown} is above {MAX_CUTOFF:,}, the deepest "
+            f"scored (submissions rank at most 100 ids); use a cut-off up to {MAX_CUTOFF:,}"
+        )
+    if float(cutoff) < 1 or float(cutoff) != int(float(cutoff)):
+        raise SearchTomeError(
+            f"measure {str(text)[:60]!r}: the cutoff must be an integer of at least 1"
+        )
+    return int(float(cutoff))
 
 
 def _parse_external(text: str) -> Measure:
@@ -190,6 +208,9 @@ def _parse_external(text: str) -> Measure:
             f"{external.INSTALL_HINT}"
         )
     name = external.canonical_name(text)
+    cutoff = external.cutoff_of(name) if name is not None else None
+    if cutoff is not None:
+        check_cutoff(text, cutoff)
     if name is None:
         error = unknown_name("measure", text, known)
         raise SearchTomeError(f"{error}, or any measure ir_measures can parse (e.g. AP, Judged@10)")
