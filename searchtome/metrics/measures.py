@@ -24,6 +24,8 @@ aliases, description, formula in the docstring, ``values``) and add an instance 
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -157,7 +159,12 @@ class Measure:
     @property
     def definition(self) -> Family:
         found = REGISTRY.get(self.family)
-        return found if found is not None else External(self.family)
+        return found if found is not None else _external_family(self.family)
+
+    @property
+    def is_count(self) -> bool:
+        """A count summed over queries (``NumQ``, ``NumRet``...), not a rate averaged."""
+        return self.definition.aggregate == "sum"
 
     @property
     def external(self) -> bool:
@@ -165,10 +172,22 @@ class Measure:
         return self.family not in REGISTRY
 
 
+@functools.lru_cache(maxsize=256)
+def _external_family(name: str) -> External:
+    return External(name)
+
+
 def parse_measure(text: str | Measure) -> Measure:
-    """``"R@1"``, ``"ndcg@3"``, ``"MRR@10"``, ``"P_5"`` → :class:`Measure` (canonical names)."""
+    """``"R@1"``, ``"ndcg@3"``, ``"MRR@10"``, ``"P_5"``, ``"map"`` → :class:`Measure` (canonical names)."""
     if isinstance(text, Measure):
         return text
+    return _parse_text(str(text), external.available())
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_text(text: str, with_ir_measures: bool) -> Measure:
+    # Cached (keyed on whether the extra is importable): an ir_measures name is tried once on a
+    # toy query when first parsed (check_computable), not at every aggregate.
     match = _MEASURE_RE.match(str(text))
     key = match.group(1).lower() if match else ""
     if key in _REFUSED:
@@ -208,13 +227,34 @@ def _parse_external(text: str) -> Measure:
             f"{external.INSTALL_HINT}"
         )
     name = external.canonical_name(text)
-    cutoff = external.cutoff_of(name) if name is not None else None
+    if name is None:
+        # A trec_eval name (map, num_q, ndcg_cut.10): the same measure under ir_measures' name,
+        # so built-ins still take it (P.5 is P@5) and each measure has one spelling in reports.
+        translated = external.trec_eval_name(text)
+        if translated is not None:
+            return parse_measure(translated)
+        error = _unknown(text, known)
+        raise SearchTomeError(
+            f"{error}, or any measure ir_measures can parse (e.g. AP, Judged@10) or a trec_eval "
+            "name (map, ndcg_cut.10)"
+        )
+    cutoff = external.cutoff_of(name)
     if cutoff is not None:
         check_cutoff(text, cutoff)
-    if name is None:
-        error = unknown_name("measure", text, known)
-        raise SearchTomeError(f"{error}, or any measure ir_measures can parse (e.g. AP, Judged@10)")
+    external.check_computable(text, name)
     return Measure(name)
+
+
+def _unknown(text: str, known: list[str]) -> SearchTomeError:
+    """``unknown measure 'ndcgg@3' (did you mean 'nDCG@3'?); known: ...``, case aside."""
+    head, sep, tail = str(text).partition("@")
+    close = difflib.get_close_matches(head.lower(), list(_ALIASES), n=1, cutoff=0.6)
+    if not close:
+        return unknown_name("measure", text, known)
+    guess = REGISTRY[_ALIASES[close[0]]].name + (f"@{tail}" if sep and tail.isdigit() else "")
+    return SearchTomeError(
+        f"unknown measure {text!r} (did you mean {guess!r}?); known: {', '.join(sorted(known))}"
+    )
 
 
 def measure_names(measures: Iterable[str | Measure]) -> list[str]:

@@ -174,11 +174,26 @@ def evaluate(
     return {qid: {name: float(arrays[name][i]) for name in names} for i, qid in enumerate(qids)}
 
 
+def is_count(measure: str | Measure) -> bool:
+    """Whether a measure is a count (summed over queries, printed as a count), not a rate."""
+    return parse_measure(measure).is_count
+
+
+def aggregate(measure: str | Measure, values: np.ndarray) -> float:
+    """Per-query values added up as the measure means: the sum of a count, else the mean."""
+    if is_count(measure):
+        return float(values.sum())
+    return float(values.mean()) if len(values) else 0.0
+
+
 def mean_scores(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    """The mean of each measure over the queries given (all of them: missing ones are 0 already)."""
+    """Each measure over the queries given (all: missing ones are 0): mean, or sum for counts."""
     totals: dict[str, float] = {}
     for values in per_query.values():
         for name, value in values.items():
             totals[name] = totals.get(name, 0.0) + value
     n = len(per_query)
-    return {name: (total / n if n else 0.0) for name, total in totals.items()}
+    return {
+        name: total if is_count(name) else (total / n if n else 0.0)
+        for name, total in totals.items()
+    }

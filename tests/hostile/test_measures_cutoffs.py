@@ -60,7 +60,7 @@ def test_the_deepest_cutoff_scores_in_bounded_memory(submission: Path, tiny_data
     )
     assert result.rc == 0, result.err
     (system,) = json.loads(result.out)
-    agg = system["aggregate"] if "aggregate" in system else system
+    agg = system["aggregate"]
     text = json.dumps(agg)
     assert "nDCG@1000" in text
     assert result.peak_mib is not None and result.peak_mib < 400
