@@ -228,6 +228,9 @@ def validate_submission(
         preds = read_predictions(pred_path, "trec", name=name, limits=limits)
         check.add_predictions(preds)
         name = preds.run.name
+    mistake = check.format_mistake()
+    if mistake is not None:
+        check.problems.append(mistake)
     missing = check.missing()  # before meta.json's problems: its own missing-file is no reason
     problems = check.problems
     problems.extend(files.meta_problems)
@@ -251,6 +254,67 @@ def validate_submission(
         counts=check.counts,
         submission=submission if keep_run else None,
     )
+
+
+# Share of a submission's ids that, malformed the same way, make it a format mistake.
+MALFORMED_SHARE = 0.9
+
+
+class MalformedIds:
+    """Invalid ids that would be a node of the query's book once written as the dataset does.
+
+    The paper counts invalid ids as hallucinations, but when (nearly) every id of a run is one
+    fix away from a real node (``3.2.1`` for ``whole-child/3.2.1``, a misspelt book prefix,
+    stray spaces or capitals) the run was written in the wrong format, and scoring it would
+    report a misleading 0.
+    """
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.nodes = dataset.nodes
+        self.books = set(dataset.book_ids())
+        self.fixable: Counter[str] = Counter()  # how -> ids
+        self.example: dict[str, tuple[str, str]] = {}
+        self.first_line: int | None = None
+
+    def add(self, doc: str, book_id: str, line: int | None) -> None:
+        found = self._fix(doc, book_id)
+        if found is None:
+            return
+        how, fixed = found
+        self.fixable[how] += 1
+        self.example.setdefault(how, (doc, fixed))
+        if self.first_line is None:
+            self.first_line = line
+
+    def _fix(self, doc: str, book_id: str) -> tuple[str, str] | None:
+        if len(doc) > 200:
+            return None
+        candidates = [
+            ("prefixed with the book id", f"{book_id}/{doc.strip()}"),
+            ("stripped of spaces and lower-cased", doc.strip().lower()),
+        ]
+        prefix, slash, rest = doc.partition("/")
+        if slash and prefix not in self.books:  # a leaf of another real book is a real mistake
+            candidates.append(("given the query's book id", f"{book_id}/{rest.strip()}"))
+        for how, fixed in candidates:
+            node = self.nodes.get(fixed)
+            if fixed != doc and node is not None and node.book_id == book_id:
+                return how, fixed
+        return None
+
+    def message(self, n_ids: int) -> str | None:
+        """The error when nearly every id is fixable the same way, else ``None``."""
+        if not self.fixable or not n_ids:
+            return None
+        how, n = self.fixable.most_common(1)[0]
+        if n < MALFORMED_SHARE * n_ids:
+            return None
+        doc, fixed = self.example[how]
+        return (
+            f"{n:,} of {n_ids:,} ids are no id of the query's book but would be once {how} "
+            f"(e.g. {quote(doc)}: did you mean {fixed!r}?); ids are written BOOK/PATH as in the "
+            "dataset's toc, so this looks like a format mistake rather than made-up ids"
+        )
 
 
 def _bare_name(path: Path) -> str:
@@ -277,6 +341,7 @@ class _SplitCheck:
         self.counts = StructureCounts()
         self.n_unknown = 0
         self.shown = ""
+        self.malformed = MalformedIds(dataset)
 
     def stream_jsonl(self, path: Path) -> None:
         self.shown = str(path)
@@ -315,7 +380,11 @@ class _SplitCheck:
         query = self.dataset.query_by_id.get(qid)
         if query is not None:
             nodes = self.dataset.nodes
-            self.counts.add([classify(doc, query.book_id, nodes) for doc in ranking], answer.line)
+            kinds = [classify(doc, query.book_id, nodes) for doc in ranking]
+            self.counts.add(kinds, answer.line)
+            for doc, kind in zip(ranking, kinds, strict=True):
+                if kind == "invalid":
+                    self.malformed.add(doc, query.book_id, answer.line)
         if self.keep_run and qid in self.expected_set:
             self.rankings[qid] = ranking
             if answer.scores is not None:
@@ -336,6 +405,14 @@ class _SplitCheck:
         self.n_unknown += 1
         message = f"unknown query {quote(qid)} in the {self.split} split{hint}"
         return Problem(self.shown, answer.line, "query_id", message, "unknown-query")
+
+    def format_mistake(self) -> Problem | None:
+        """Nearly every id malformed in one way: a format mistake, not hallucinations."""
+        message = self.malformed.message(self.counts.ids)
+        if message is None:
+            return None
+        field_name = "docno" if self.shown.endswith((".trec", ".run", ".txt")) else "leaf_ids"
+        return Problem(self.shown, self.malformed.first_line, field_name, message, "malformed-ids")
 
     def missing(self) -> list[str]:
         """Expected queries without a line; none when the file could not be read to its end."""
