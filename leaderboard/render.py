@@ -10,8 +10,15 @@ from searchtome.leaderboard.scoring import Scoreboard
 from searchtome.leaderboard.text import percent
 
 from searchtome.io import dumps
+from searchtome.metrics.scorer import is_count
 
 PERCENT_NOTE = "values in % ({agg})"
+COUNT_NOTE = "; {names}: counts summed over queries"
+
+
+def _cell(measure: str, value: float) -> str:
+    """A rate in % with one decimal; a count (NumQ, NumRet...) as a whole number."""
+    return f"{value:,.0f}" if is_count(measure) else percent(value)
 
 
 def _text_table(header: list[str], rows: list[list[str]]) -> str:
@@ -42,10 +49,12 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
     for s in board.systems:
         values = board.aggregate(s.system)
         answered = f"{int(s.answered.sum())}/{len(board.query_ids)}"
-        rows.append([s.system, answered, *(percent(values[m]) for m in names)])
-    out = [
-        f"{board.split} split, {len(board.query_ids):,} queries; " + PERCENT_NOTE.format(agg=agg)
-    ]
+        rows.append([s.system, answered, *(_cell(m, values[m]) for m in names)])
+    counts = [m for m in names if is_count(m)]
+    note = PERCENT_NOTE.format(agg=agg) + (
+        COUNT_NOTE.format(names=", ".join(counts)) if counts else ""
+    )
+    out = [f"{board.split} split, {len(board.query_ids):,} queries; " + note]
     out.append(_text_table(["System", "Answered", *names], rows))
     if board.queries is not None:
         for s in board.systems:
@@ -54,7 +63,7 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
                 [
                     domain,
                     str(int((board.queries.domain == domain).sum())),
-                    *(percent(v[m]) for m in names),
+                    *(_cell(m, v[m]) for m in names),
                 ]
                 for domain, v in board.per_domain(s.system).items()
             ]

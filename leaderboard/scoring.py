@@ -24,7 +24,7 @@ from searchtome.dataset.loader import Dataset
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.metrics.measures import DEFAULT_MEASURES, measure_names
 from searchtome.metrics.qrels import Qrels
-from searchtome.metrics.scorer import evaluate_arrays, warn_ties
+from searchtome.metrics.scorer import aggregate, evaluate_arrays, is_count, warn_ties
 from searchtome.metrics.structure import STRUCTURE_MEASURES, structure_flags
 from searchtome.records import Run, Submission
 
@@ -80,7 +80,7 @@ def _group_means(values: dict[str, np.ndarray], labels: np.ndarray) -> dict[str,
     out: dict[str, dict[str, float]] = {}
     for label in sorted(set(labels.tolist())):
         mask = labels == label
-        out[label] = {m: float(v[mask].mean()) for m, v in values.items()}
+        out[label] = {m: aggregate(m, v[mask]) for m, v in values.items()}
     return out
 
 
@@ -106,7 +106,7 @@ class Scoreboard:
 
     def micro(self, system: str) -> dict[str, float]:
         s = self.get(system)
-        return {m: float(s.per_query[m].mean()) for m in self.all_measures}
+        return {m: aggregate(m, s.per_query[m]) for m in self.all_measures}
 
     def per_domain(self, system: str) -> dict[str, dict[str, float]]:
         if self.queries is None:
@@ -123,8 +123,11 @@ class Scoreboard:
         domains = self.per_domain(system)
         if not domains:
             return self.micro(system)
+        # A count (NumQ...) adds up over domains; a rate is their macro mean.
+        combine = {True: np.sum, False: np.mean}
         return {
-            m: float(np.mean([values[m] for values in domains.values()])) for m in self.all_measures
+            m: float(combine[is_count(m)]([values[m] for values in domains.values()]))
+            for m in self.all_measures
         }
 
     def groups(self) -> list[str] | None:

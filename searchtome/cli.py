@@ -110,6 +110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A full disk, quota or read-only folder hit outside searchtome.io's writers: still one line.
+        from searchtome.io import write_failure
+
+        failure = write_failure(exc.filename or "a file", exc)
+        if failure is None:
+            raise
+        print(f"searchtome: error: {failure}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ fixed writer settings, so identical inputs give identical bytes.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import json
@@ -26,15 +27,49 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+# Failures of the file system rather than of the program: one line naming the path, no traceback.
+_WRITE_ERRORS = {
+    errno.ENOSPC: "no space left on device; free some space or write somewhere else",
+    errno.EDQUOT: "disk quota exceeded; free some space or write somewhere else",
+    errno.EFBIG: "file too large for this file system (or the process's file size limit)",
+    errno.EROFS: "read-only file system; write somewhere else",
+    errno.EACCES: "permission denied; write somewhere else",
+    errno.EPERM: "operation not permitted; write somewhere else",
+}
+
+
+def write_failure(path: PathLike, exc: OSError) -> SearchTomeError | None:
+    """The one-line error for a write that the file system refused, or ``None`` for other errors.
+
+    pyarrow and gzip sometimes re-raise an ``OSError`` without ``errno``; the message still
+    carries the system's text, which is matched as a fallback.
+    """
+    reason = _WRITE_ERRORS.get(exc.errno or 0)
+    if reason is None:
+        text = str(exc).lower()
+        reason = next(
+            (r for code, r in _WRITE_ERRORS.items() if os.strerror(code).lower() in text), None
+        )
+    return None if reason is None else SearchTomeError(f"{path}: cannot write: {reason}")
+
+
 @contextlib.contextmanager
 def atomic_write(
     path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
 ) -> Iterator[IO[Any]]:
-    """Open a temporary sibling of ``path`` for writing; rename it over ``path`` on success."""
+    """Open a temporary sibling of ``path`` for writing; rename it over ``path`` on success.
+
+    A full disk (or quota, size limit, read-only or forbidden folder) raises
+    :class:`SearchTomeError` naming ``path``; the temporary file is removed and ``path`` keeps
+    its old content.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise (write_failure(path, exc) or exc) from None
     binary = "b" in mode
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes files private; ours should look like open()'s
     try:
         with os.fdopen(
@@ -44,17 +79,23 @@ def atomic_write(
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        failure = write_failure(path, exc) if isinstance(exc, OSError) else None
+        if failure is not None:
+            raise failure from None
         raise
 
 
 def atomic_dir(path: PathLike) -> Path:
     """A fresh temporary sibling folder of ``path``; move it into place with :func:`commit_dir`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    except OSError as exc:
+        raise (write_failure(path, exc) or exc) from None
     tmp.chmod(0o777 & ~_UMASK)  # mkdtemp makes it private; the committed folder should not be
     return tmp
 

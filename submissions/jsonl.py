@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from searchtome.submissions.lines import Limits, iter_lines
-from searchtome.submissions.problems import Predictions, Problem
+from searchtome.submissions.problems import Predictions, Problem, ProblemLog, quote
 from searchtome.submissions.schema import LINE_FIELDS, REQUIRED_LINE_FIELDS
 from searchtome.submissions.strictjson import is_number, loads_strict, type_name
 
@@ -26,76 +27,127 @@ from searchtome.records import Run
 Report = Callable[[str, str, str], None]
 
 
+@dataclass(frozen=True)
+class Answer:
+    """One line that names a query: its ranking when every field is right, else ``ok`` is false."""
+
+    line: int
+    query_id: str
+    leaf_ids: tuple[str, ...]
+    scores: tuple[float, ...] | None
+    ok: bool
+
+
 def parse_jsonl(path: Path, name: str, limits: Limits) -> Predictions:
     """Parse a JSON-lines predictions file into a run named ``name``, collecting every problem."""
-    parser = _Parser(str(path))
-    for lineno, text, problem in iter_lines(path, limits):
-        if problem is not None:
-            parser.problems.append(problem)
-            continue
-        assert text is not None
-        if text.strip():
-            parser.add_line(lineno, text)
+    parser = LineParser(str(path), ProblemLog(keep_per_kind=limits.max_problems_per_kind))
+    for answer in parser.answers(path, limits):
+        if answer.ok:
+            parser.rankings[answer.query_id] = answer.leaf_ids
+            if answer.scores is not None:
+                parser.scores[answer.query_id] = answer.scores
     parser.add_warnings()
     run = Run(name=name, rankings=parser.rankings, scores=parser.scores or None)
     return Predictions(path, "jsonl", run, parser.line_of, parser.problems)
 
 
-class _Parser:
-    """What the lines read so far add up to: the run, each query's line and the problems."""
+class LineParser:
+    """Reads a JSON-lines file one line at a time, holding nothing of a line once it is checked.
 
-    def __init__(self, shown: str) -> None:
+    :meth:`answers` yields each line that names a query not seen before; what a caller keeps of
+    it (the whole run for the scorer, only counts for the validator) decides the memory used.
+    ``remember(query_id)`` says which queries' lines are remembered for the duplicate check
+    (default all); the validator remembers only the split's own, so a file of millions of
+    made-up query ids cannot grow the table.
+    """
+
+    def __init__(
+        self,
+        shown: str,
+        problems: ProblemLog,
+        remember: Callable[[str], bool] | None = None,
+    ) -> None:
         self.shown = shown
-        self.problems: list[Problem] = []
+        self.problems = problems
+        self.remember = remember
         self.rankings: dict[str, tuple[str, ...]] = {}
         self.scores: dict[str, tuple[float, ...]] = {}
         self.line_of: dict[str, int] = {}
-        self.tie_lines: list[int] = []
-        self.unsorted_lines: list[int] = []
+        self.tied = 0  # rankings with tied scores
+        self.unsorted = 0  # rankings whose scores increase
+        self.first_unsorted: int | None = None
 
-    def add_line(self, lineno: int, text: str) -> None:
+    def answers(self, path: Path, limits: Limits) -> Iterator[Answer]:
+        """Each line that answers a query not seen before, in file order."""
+        for lineno, text, problem in iter_lines(path, limits):
+            if problem is not None:
+                self.problems.append(problem)
+                continue
+            assert text is not None
+            if text.strip():
+                answer = self.check_line(lineno, text)
+                if answer is not None:
+                    yield answer
+            if self.problems.total("error") >= limits.max_errors:
+                message = (
+                    f"stopped reading at line {lineno:,} after {limits.max_errors:,} errors; "
+                    "fix these first (the first of each kind are listed)"
+                )
+                self.problems.append(Problem(self.shown, None, "file", message, "too-many-errors"))
+                return
+
+    def check_line(self, lineno: int, text: str) -> Answer | None:
+        """Check one line; the answer it gives, or ``None`` (no usable query id, or a repeat)."""
+
         def err(fld: str, msg: str, code: str) -> None:
             self.problems.append(Problem(self.shown, lineno, fld, msg, code))
 
         obj = _read_object(text, err)
         if obj is None:
-            return
+            return None
         # Every check runs (no short-circuit), so each wrong field of the line is reported.
         fields_ok = _check_fields(obj, err)
         qid = _check_query_id(obj, err)
         ids, ids_ok = _check_leaf_ids(obj, err)
         scores, scores_ok = _check_scores(obj, ids, err)
-        if qid is not None:
-            if qid in self.line_of:
-                message = f"duplicate query {qid!r} (first on line {self.line_of[qid]})"
-                err("query_id", message, "duplicate-query")
-                return
+        if qid is None:
+            return None
+        if qid in self.line_of:
+            message = f"duplicate query {quote(qid)} (first on line {self.line_of[qid]})"
+            err("query_id", message, "duplicate-query")
+            return None
+        if self.remember is None or self.remember(qid):
             self.line_of[qid] = lineno
-        if qid is None or ids is None or not (fields_ok and ids_ok and scores_ok):
-            return
-        self.rankings[qid] = tuple(ids)
-        if scores is not None:
-            values = tuple(float(v) for v in scores)
-            self.scores[qid] = values
-            if count_ties(values):
-                self.tie_lines.append(lineno)
-            if any(b > a for a, b in pairwise(values)):
-                self.unsorted_lines.append(lineno)
+        ok = ids is not None and fields_ok and ids_ok and scores_ok
+        if not ok:
+            return Answer(lineno, qid, (), None, False)
+        values = None if scores is None else tuple(float(v) for v in scores)
+        if values is not None:
+            self._note_order(lineno, values)
+        return Answer(lineno, qid, tuple(ids or ()), values, True)
+
+    def _note_order(self, lineno: int, values: tuple[float, ...]) -> None:
+        if count_ties(values):
+            self.tied += 1
+        if any(b > a for a, b in pairwise(values)):
+            self.unsorted += 1
+            if self.first_unsorted is None:
+                self.first_unsorted = lineno
 
     def add_warnings(self) -> None:
-        if self.tie_lines:
+        if self.tied:
             message = (
-                f"tied scores in {len(self.tie_lines)} ranking(s); the order of leaf_ids is kept "
+                f"tied scores in {self.tied} ranking(s); the order of leaf_ids is kept "
                 f"(tie rule: {TIE_RULE})"
             )
             # A count over the whole file: no one line to point at.
             self._warn(None, message, "tied-scores")
-        if self.unsorted_lines:
+        if self.unsorted:
             message = (
-                f"scores increase down the ranking in {len(self.unsorted_lines)} line(s); "
+                f"scores increase down the ranking in {self.unsorted} line(s); "
                 "leaf_ids must be best first and their order is what is scored"
             )
-            self._warn(self.unsorted_lines[0], message, "unsorted-scores")
+            self._warn(self.first_unsorted, message, "unsorted-scores")
 
     def _warn(self, line: int | None, message: str, code: str) -> None:
         self.problems.append(Problem(self.shown, line, "scores", message, code, "warning"))
@@ -122,7 +174,11 @@ def _check_fields(obj: dict[str, Any], err: Report) -> bool:
             ok = False
     for key in obj:
         if key not in LINE_FIELDS:
-            err(str(key), f"unexpected field (allowed: {', '.join(LINE_FIELDS)})", "extra-field")
+            err(
+                quote(key, 40).strip("'"),
+                f"unexpected field (allowed: {', '.join(LINE_FIELDS)})",
+                "extra-field",
+            )
             ok = False
     return ok
 
@@ -152,7 +208,7 @@ def _check_leaf_ids(obj: dict[str, Any], err: Report) -> tuple[list[Any] | None,
             ok = False
         elif item in first_at:
             message = (
-                f"duplicate of leaf_ids[{first_at[item]}] ({item!r}); "
+                f"duplicate of leaf_ids[{first_at[item]}] ({quote(item)}); "
                 "each id may appear once per ranking"
             )
             err(f"leaf_ids[{i}]", message, "duplicate-id")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from searchtome.submissions.problems import Problem
+from searchtome.submissions.problems import KEEP_PER_KIND, Problem
 
 from searchtome.io import PathLike
 
@@ -31,6 +31,11 @@ class Limits:
     max_decompressed_bytes: int = 1 << 30
     max_line_bytes: int = 1 << 20
     max_meta_bytes: int = 1 << 20
+    # Findings kept per kind; every finding is still counted (see problems.ProblemLog).
+    max_problems_per_kind: int = KEEP_PER_KIND
+    # Reading stops after this many errors: a file of millions of bad lines is refused in
+    # seconds rather than checked to its end (counts are then "at least").
+    max_errors: int = 100_000
 
 
 DEFAULT_LIMITS = Limits()

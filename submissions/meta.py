@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits
-from searchtome.submissions.problems import Problem
+from searchtome.submissions.problems import Problem, quote
 from searchtome.submissions.schema import META_FIELDS, META_FILE, META_REQUIRED
-from searchtome.submissions.strictjson import key_lines, loads_strict, type_name
+from searchtome.submissions.strictjson import key_lines, loads_strict, type_name, unusable
 
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import hardware as describe_hardware
@@ -45,14 +45,15 @@ def check_meta(meta: Any, shown: str, key_lines: Mapping[str, int] | None = None
         return [Problem(shown, 1, "json", f"expected a JSON object, got {type_name(meta)}", "type")]
 
     def err(key: str, msg: str, code: str = "type") -> None:
-        problems.append(Problem(shown, key_lines.get(key), key, msg, code))
+        shown_key = key if len(key) <= 60 else f"{key[:60]}… ({len(key):,} characters)"
+        problems.append(Problem(shown, key_lines.get(key), shown_key, msg, code))
 
     for key in META_REQUIRED:
         if key not in meta:
             err(key, f"missing ({META_REQUIRED[key][1]})", "missing-field")
     for key in meta:
         if key not in META_FIELDS:
-            close = difflib.get_close_matches(str(key), list(META_FIELDS), n=1)
+            close = difflib.get_close_matches(str(key)[:100], list(META_FIELDS), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             message = f"unexpected field{hint}; put extra information under 'notes' or 'config'"
             err(key, message, "extra-field")
@@ -62,12 +63,18 @@ def check_meta(meta: Any, shown: str, key_lines: Mapping[str, int] | None = None
         kind = META_FIELDS[key][0]
         if not _META_CHECKS[kind](value, key in META_REQUIRED):
             err(key, f"expected {_article(kind)}, got {type_name(value)}")
+            continue
+        found = unusable(value)
+        if found is not None:
+            # Inside a config or run_info: the leaderboard would fail writing it out later.
+            where, what = found
+            err(key, f"{key}{where}: {what}")
     value = meta.get("date")
     if isinstance(value, str) and value.strip() and not _is_iso_date(value):
-        err("date", f"{value!r} is not an ISO 8601 date (YYYY-MM-DD)")
+        err("date", f"{quote(value)} is not an ISO 8601 date (YYYY-MM-DD)")
     system = meta.get("system")
     if isinstance(system, str) and ("/" in system or "\\" in system or system.strip() != system):
-        err("system", f"{system!r} must not contain slashes or surrounding spaces")
+        err("system", f"{quote(system)} must not contain slashes or surrounding spaces")
     return problems
 
 

@@ -6,13 +6,30 @@ error of a file; a problem prints as ``file:line: field: what is wrong``.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, SupportsIndex
 
 from searchtome.records import Run
 
 Severity = Literal["error", "warning"]
+
+# Findings kept per kind (severity and code); the rest are only counted. The cap is what keeps a
+# file of millions of bad lines from holding millions of records (about 1 KiB each at most).
+KEEP_PER_KIND = 1000
+# Characters of a submitted value quoted in a message: a 1 MiB query id must not become a
+# 1 MiB message, kept a thousand times.
+QUOTE_CHARS = 60
+
+
+def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
+    """``repr(value)`` cut to about ``limit`` characters (``'abc…' (1,048,576 characters)``)."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}… ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,58 @@ class Problem:
         }
 
 
+class ProblemLog(list[Problem]):
+    """The problems of one reading: the first :data:`KEEP_PER_KIND` of each kind, and a count of all.
+
+    A ``list`` (every reader and the report take it as one), whose ``append`` and ``extend``
+    keep a finding only while its kind has fewer than ``keep_per_kind`` kept; ``counts`` holds
+    every finding's kind, kept or not, so summaries and exit codes stay exact.
+    """
+
+    def __init__(self, items: Iterable[Problem] = (), keep_per_kind: int = KEEP_PER_KIND) -> None:
+        super().__init__()
+        self.keep_per_kind = keep_per_kind
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.extend(items)
+
+    def append(self, problem: Problem) -> None:
+        key = (problem.severity, problem.code)
+        self.counts[key] += 1
+        if self.counts[key] <= self.keep_per_kind:
+            super().append(problem)
+
+    def extend(self, problems: Iterable[Problem]) -> None:
+        if isinstance(problems, ProblemLog):
+            self.merge(problems)
+            return
+        for problem in problems:
+            self.append(problem)
+
+    def __iadd__(self, problems: Iterable[Problem]) -> ProblemLog:  # type: ignore[override,misc]
+        self.extend(problems)
+        return self
+
+    def insert(self, index: SupportsIndex, problem: Problem) -> None:
+        key = (problem.severity, problem.code)
+        self.counts[key] += 1
+        if self.counts[key] <= self.keep_per_kind:
+            super().insert(index, problem)
+
+    def merge(self, other: ProblemLog) -> None:
+        """Add another log's findings: its kept ones and the counts of those it dropped."""
+        for problem in other:
+            self.append(problem)
+        kept = Counter((p.severity, p.code) for p in other)
+        for key, n in other.counts.items():
+            dropped = n - kept[key]
+            if dropped:
+                self.counts[key] += dropped
+
+    def total(self, severity: str) -> int:
+        """Findings of ``severity`` (``error`` or ``warning``), kept or not."""
+        return sum(n for (sev, _), n in self.counts.items() if sev == severity)
+
+
 @dataclass
 class Predictions:
     """A parsed predictions file: the run, where each query's line is, and what was wrong."""
@@ -53,9 +122,16 @@ class Predictions:
     format: Literal["jsonl", "trec"]
     run: Run
     line_of: dict[str, int]
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=ProblemLog)
     tags: tuple[str, ...] = ()
 
     @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "error"]
+
+
+def counts_of(problems: Iterable[Problem]) -> Counter[tuple[str, str]]:
+    """Findings per kind: a log's exact counts, or a plain list counted."""
+    if isinstance(problems, ProblemLog):
+        return Counter(problems.counts)
+    return Counter((p.severity, p.code) for p in problems)

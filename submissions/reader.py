@@ -15,7 +15,7 @@ from typing import Any
 from searchtome.submissions.jsonl import parse_jsonl
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
 from searchtome.submissions.meta import read_meta
-from searchtome.submissions.problems import Predictions, Problem
+from searchtome.submissions.problems import Predictions, Problem, ProblemLog, quote
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES, RunFormat
 from searchtome.submissions.trec import parse_trec
 
@@ -70,6 +70,9 @@ def find_predictions(folder: PathLike) -> Path:
     """The one predictions file inside a submission folder."""
     folder = Path(folder)
     found = [folder / n for n in PREDICTION_FILES if (folder / n).is_file()]
+    for file in found:
+        refuse_outside_link(folder, file)
+
     if not found:
         raise SearchTomeError(
             f"{folder}: no predictions file; expected one of {', '.join(PREDICTION_FILES)}"
@@ -82,6 +85,84 @@ def find_predictions(folder: PathLike) -> Path:
     return found[0]
 
 
+@dataclass
+class SubmissionFiles:
+    """A submission's files located and its ``meta.json`` read, predictions not yet parsed."""
+
+    path: Path
+    predictions_path: Path
+    meta: dict[str, Any]
+    meta_path: Path | None
+    meta_lines: dict[str, int]
+    meta_problems: list[Problem]
+    default_name: str | None
+
+    @property
+    def system(self) -> str | None:
+        """The name ``meta.json`` gives, when it gives a usable one."""
+        named = self.meta.get("system")
+        return named if isinstance(named, str) and named else None
+
+    def name_warnings(self) -> list[Problem]:
+        """``meta.json`` naming a system other than its folder."""
+        system, path = self.system, self.path
+        if not (system and path.is_dir() and system != path.name):
+            return []
+        message = f"{quote(system)} differs from the folder name {path.name!r}; the meta.json name is used"
+        shown = str(self.meta_path or path)
+        line = self.meta_lines.get("system")
+        return [Problem(shown, line, "system", message, "system-name", "warning")]
+
+
+def open_submission(
+    path: PathLike, *, limits: Limits = DEFAULT_LIMITS, require_meta: bool = True
+) -> SubmissionFiles:
+    """Find a submission's predictions file and read its ``meta.json`` (problems collected).
+
+    Raises :class:`SearchTomeError` when there is nothing to read: no such path, no or several
+    predictions files, or a file that links outside the submission folder.
+    """
+    path = Path(path)
+    meta: dict[str, Any] = {}
+    meta_lines: dict[str, int] = {}
+    meta_problems: list[Problem] = []
+    meta_path: Path | None = None
+    if path.is_dir():
+        pred_path = find_predictions(path)
+        meta_path = path / META_FILE
+        refuse_outside_link(path, meta_path)
+        if meta_path.exists() or require_meta:
+            parsed, meta_lines, meta_problems = read_meta(meta_path, limits)
+            meta = parsed or {}
+        if not meta_path.exists():
+            meta_path = None
+        default_name: str | None = path.name
+    elif path.is_file():
+        pred_path = path
+        default_name = None
+    else:
+        raise SearchTomeError(f"{path}: no such submission folder or run file")
+    return SubmissionFiles(
+        path, pred_path, meta, meta_path, meta_lines, meta_problems, default_name
+    )
+
+
+def refuse_outside_link(folder: Path, file: Path) -> None:
+    """Raise when ``file`` inside ``folder`` is a link to somewhere outside the folder.
+
+    A submission is the folder's own content: following a link out would let an upload read
+    (and the leaderboard publish) any file the scoring machine can see.
+    """
+    if not file.is_symlink():
+        return
+    target = file.resolve()
+    if not target.is_relative_to(folder.resolve()):
+        raise SearchTomeError(
+            f"{file}: a symbolic link to {target}, outside the submission folder; "
+            "copy the file into the folder instead"
+        )
+
+
 def load_submission(
     path: PathLike,
     run_format: RunFormat = "auto",
@@ -90,45 +171,20 @@ def load_submission(
     require_meta: bool = True,
 ) -> LoadedSubmission:
     """Read a submission folder or a bare predictions / TREC run file, collecting every problem."""
-    path = Path(path)
-    problems: list[Problem] = []
-    meta: dict[str, Any] = {}
-    meta_lines: dict[str, int] = {}
-    meta_path: Path | None = None
-    if path.is_dir():
-        pred_path = find_predictions(path)
-        meta_path = path / META_FILE
-        if meta_path.exists() or require_meta:
-            parsed, meta_lines, meta_problems = read_meta(meta_path, limits)
-            problems.extend(meta_problems)
-            meta = parsed or {}
-        if not meta_path.exists():
-            meta_path = None
-        default_name = path.name
-    elif path.is_file():
-        pred_path = path
-        default_name = None
-    else:
-        raise SearchTomeError(f"{path}: no such submission folder or run file")
-    named = meta.get("system")
-    system = named if isinstance(named, str) and named else None
-    preds = read_predictions(pred_path, run_format, name=system or default_name, limits=limits)
-    problems[:0] = preds.problems  # predictions problems first, then meta.json's
-    if system and path.is_dir() and system != path.name:
-        problems.append(
-            Problem(
-                str(meta_path or path),
-                meta_lines.get("system"),
-                "system",
-                f"{system!r} differs from the folder name {path.name!r}; the meta.json name is used",
-                "system-name",
-                "warning",
-            )
-        )
+    files = open_submission(path, limits=limits, require_meta=require_meta)
+    system = files.system
+    preds = read_predictions(
+        files.predictions_path, run_format, name=system or files.default_name, limits=limits
+    )
+    # Predictions problems first, then meta.json's; each kind capped (see ProblemLog).
+    problems = ProblemLog(preds.problems, keep_per_kind=limits.max_problems_per_kind)
+    problems.extend(files.meta_problems)
+    problems.extend(files.name_warnings())
     name = preds.run.name
+    meta = files.meta
     run = Run(name=name, rankings=preds.run.rankings, scores=preds.run.scores, meta=dict(meta))
-    submission = Submission(system=name, run=run, meta=dict(meta), path=str(path))
-    return LoadedSubmission(submission, preds, meta_path, meta_lines, problems)
+    submission = Submission(system=name, run=run, meta=dict(meta), path=str(files.path))
+    return LoadedSubmission(submission, preds, files.meta_path, files.meta_lines, problems)
 
 
 def read_submission(

@@ -1,7 +1,11 @@
 """JSON as the submission format reads it: strict parsing, type names, the line of each key.
 
 The standard parser accepts NaN, Infinity and repeated keys; a submission may not, so
-:func:`loads_strict` rejects them. :func:`key_lines` finds where each top-level key of a JSON
+:func:`loads_strict` rejects them. It also turns nesting deeper than the parser can follow into a
+``ValueError`` (not a ``RecursionError``), and reads an integer of more than
+:data:`MAX_INT_DIGITS` digits as :class:`OutOfRange`, so a field check names the field holding
+``10**400`` instead of a float conversion failing later; :func:`unusable` finds such values (and
+non-finite numbers, and nesting deeper than :data:`MAX_DEPTH`) anywhere inside a value. :func:`key_lines` finds where each top-level key of a JSON
 object sits, so ``meta.json`` problems can name their line.
 """
 
@@ -9,7 +13,33 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from typing import Any
+
+# Integers longer than this are no count, seed or score anyone means; 20 digits hold any 64-bit one.
+MAX_INT_DIGITS = 20
+# Nesting allowed inside meta.json values (configs are a few levels deep).
+MAX_DEPTH = 32
+
+
+class OutOfRange:
+    """An integer literal of more than :data:`MAX_INT_DIGITS` digits, kept only as its length."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"<integer of {self.digits:,} digits>"
+
+
+def _parse_int(text: str) -> int | OutOfRange:
+    # Checked before int(): Python refuses to convert more than 4,300 digits with a message
+    # about sys.set_int_max_str_digits, which is no help to a submitter.
+    if len(text) > MAX_INT_DIGITS + 1 or len(text.lstrip("-")) > MAX_INT_DIGITS:
+        return OutOfRange(text)
+    return int(text)
 
 
 def _reject_constant(name: str) -> Any:
@@ -20,14 +50,46 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise ValueError(f"duplicate field {key!r}")
+            raise ValueError(f"duplicate field {key[:60]!r}")
         out[key] = value
     return out
 
 
 def loads_strict(text: str) -> Any:
-    """``json.loads`` that rejects NaN/Infinity and duplicate keys (``ValueError``)."""
-    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+    """``json.loads`` that rejects NaN/Infinity, duplicate keys and runaway nesting (``ValueError``)."""
+    try:
+        return json.loads(
+            text,
+            parse_constant=_reject_constant,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_int=_parse_int,
+        )
+    except RecursionError:
+        raise ValueError("nested too deeply (arrays or objects inside each other)") from None
+
+
+def unusable(value: Any, max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
+    """``(where, what)`` of the first value no JSON tool can carry, else ``None``.
+
+    Where is a path like ``[2].seeds[0]``; what is an out-of-range integer, a non-finite number,
+    or nesting deeper than ``max_depth``. Iterative, so its own depth is no limit.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > max_depth:
+            return where, f"nested more than {max_depth} levels deep"
+        if isinstance(item, OutOfRange):
+            return where, f"an integer of {item.digits:,} digits is out of range"
+        if isinstance(item, float) and not math.isfinite(item):
+            return where, f"{item} is not a finite number"
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}", depth + 1) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend(
+                (v, f"{where}[{i}]", depth + 1) for i, v in reversed(list(enumerate(item)))
+            )
+    return None
 
 
 def type_name(value: Any) -> str:
@@ -44,6 +106,8 @@ def type_name(value: Any) -> str:
         return "list"
     if isinstance(value, dict):
         return "object"
+    if isinstance(value, OutOfRange):
+        return f"an integer of {value.digits:,} digits (out of range)"
     return type(value).__name__
 
 

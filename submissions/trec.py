@@ -13,7 +13,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from searchtome.submissions.lines import Limits, iter_lines
-from searchtome.submissions.problems import Predictions, Problem
+from searchtome.submissions.problems import Predictions, Problem, ProblemLog, quote
 
 from searchtome.metrics.ties import TIE_RULE, count_ties, order_by_score
 from searchtome.records import Run
@@ -32,7 +32,7 @@ class _Rows:
 def parse_trec(path: Path, name: str | None, limits: Limits) -> Predictions:
     """Parse a TREC run file; the run is named ``name``, else its one tag, else the file stem."""
     shown = str(path)
-    problems: list[Problem] = []
+    problems = ProblemLog(keep_per_kind=limits.max_problems_per_kind)  # capped per kind
     rows = _Rows()
     for lineno, text, problem in iter_lines(path, limits):
         if problem is not None:
@@ -74,16 +74,18 @@ def _add_line(rows: _Rows, parts: list[str], shown: str, lineno: int) -> Problem
     try:
         rank = int(rank_text)
     except ValueError:
-        return Problem(shown, lineno, "rank", f"{rank_text!r} is not an integer", "type")
+        return Problem(shown, lineno, "rank", f"{quote(rank_text)} is not an integer", "type")
     try:
         score = float(score_text)
     except ValueError:
-        return Problem(shown, lineno, "score", f"{score_text!r} is not a number", "type")
+        return Problem(shown, lineno, "score", f"{quote(score_text)} is not a number", "type")
     if not math.isfinite(score):
-        return Problem(shown, lineno, "score", f"{score_text!r} is not a finite number", "type")
+        return Problem(
+            shown, lineno, "score", f"{quote(score_text)} is not a finite number", "type"
+        )
     if (qid, doc) in rows.seen:
         message = (
-            f"duplicate of line {rows.seen[qid, doc]} ({doc!r} for query {qid!r}); each id may "
+            f"duplicate of line {rows.seen[qid, doc]} ({quote(doc)} for query {quote(qid)}); each id may "
             "appear once per ranking"
         )
         return Problem(shown, lineno, "docno", message, "duplicate-id")

@@ -44,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=20,
         metavar="N",
-        help="print at most N problems of each kind (0: all; default 20)",
+        help="print at most N problems of each kind (0: all kept, the first 1000 of each kind; "
+        "default 20)",
     )
     p.set_defaults(func=_run)
 
@@ -66,6 +67,7 @@ def _run(args: argparse.Namespace) -> int:
                 partial=args.partial,
                 run_format=args.run_format,
                 require_meta=not args.no_meta and path.is_dir(),
+                keep_run=False,  # only counts are printed: memory stays bounded by the dataset
             )
         )
     if args.json:

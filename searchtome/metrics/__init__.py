@@ -23,7 +23,7 @@ _MODULES = {
         "parse_measure",
     ),
     "qrels": ("Qrels",),
-    "scorer": ("evaluate", "evaluate_arrays", "mean_scores"),
+    "scorer": ("aggregate", "evaluate", "evaluate_arrays", "is_count", "mean_scores"),
     "structure": ("STRUCTURE_MEASURES", "classify", "structure_flags"),
     "ties": (
         "TIE_RULE",

@@ -35,6 +35,8 @@ class External(Family):
 
     def __init__(self, name: str) -> None:
         self.name = name  # type: ignore[misc]  # per instance: one family per ir_measures name
+        # NumQ, NumRet, NumRel, NumRelRet are counts: ir_measures sums them over queries.
+        self.aggregate = "sum" if is_sum(name) else "mean"  # type: ignore[misc]
 
     def values(self, ranked: Ranked, cutoff: int | None) -> np.ndarray:
         raise SearchTomeError(f"{self.name} is computed by ir_measures, not from rank arrays")
@@ -73,6 +75,80 @@ def canonical_name(text: str) -> str | None:
         return None
 
 
+def is_sum(name: str) -> bool:
+    """Whether ir_measures aggregates ``name`` by summing over queries (the count measures)."""
+    module = _ir_measures()
+    if module is None:
+        return False
+    try:
+        return type(module.parse_measure(name).aggregator()).__name__ == "SumAgg"
+    except Exception:  # as in canonical_name
+        return False
+
+
+def trec_eval_name(text: str) -> str | None:
+    """ir_measures' name for a trec_eval name (``map`` → ``AP``, ``ndcg_cut.10`` → ``nDCG@10``).
+
+    ``None`` when ``text`` is no trec_eval name; :class:`SearchTomeError` for one that
+    ir_measures knows but cannot compute (``gm_map``) or that stands for several measures.
+    """
+    module = _ir_measures()
+    if module is None:
+        return None
+    try:
+        found = module.parse_trec_measure(text)
+    except ValueError as exc:
+        if "not yet supported" in str(exc):
+            raise SearchTomeError(
+                f"measure {text!r}: a trec_eval measure that ir_measures does not compute"
+            ) from None
+        return None
+    except Exception:  # as in canonical_name
+        return None
+    if len(found) != 1:
+        names = ", ".join(str(m) for m in found)
+        raise SearchTomeError(f"measure {text!r}: stands for several measures ({names}); name one")
+    return str(found[0])
+
+
+def check_computable(text: str, name: str) -> None:
+    """Raise one clear line when ir_measures parses ``name`` but cannot compute it here.
+
+    Some names parse yet fail on use: a provider that is not installed (``alpha_nDCG`` needs
+    pyndeval), a parameter without default (``SDCG`` needs a cutoff). A one-query trial finds
+    out before any scoring starts.
+    """
+    module = _ir_measures()
+    if module is None:
+        return
+    try:
+        list(module.iter_calc([module.parse_measure(name)], {"q": {"d": 1}}, {"q": {"d": 1.0}}))
+    except Exception as exc:  # whatever ir_measures raises, the user gets one line
+        raise SearchTomeError(f"measure {text!r}: {_reason(exc)}") from None
+
+
+def _reason(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    if isinstance(exc, AssertionError) and "invalid param " in text:
+        param = text.split("invalid param ", 1)[1].split("=", 1)[0]
+        return f"ir_measures needs its {param!r} parameter given (e.g. @10 for a cutoff)"
+    if text.startswith("Unsupported measures"):
+        return f"ir_measures cannot compute it with the providers installed ({text})"
+    return f"ir_measures cannot compute it ({type(exc).__name__}: {text[:200]})"
+
+
+def cutoff_of(name: str) -> float | None:
+    """The cut-off ir_measures parses from ``name`` (``AP@10`` → 10), ``None`` when it has none."""
+    module = _ir_measures()
+    if module is None:
+        return None
+    try:
+        value = module.parse_measure(name).params.get("cutoff")
+    except Exception:  # as in canonical_name: ir_measures raises many kinds on bad names
+        return None
+    return float(value) if isinstance(value, int | float) else None
+
+
 def external_values(
     run: Run, qrels: Qrels, names: Sequence[str], query_ids: Sequence[str]
 ) -> dict[str, np.ndarray]:
@@ -88,8 +164,11 @@ def external_values(
     ranked = {q: docs for q, docs in to_ir_measures_dict(run).items() if q in wanted and docs}
     by_name = {str(module.parse_measure(n)): n for n in names}
     out = {n: np.zeros(len(query_ids), dtype=np.float64) for n in names}
-    for value in module.iter_calc(list(map(module.parse_measure, names)), judged, ranked):
-        row = index.get(value.query_id)
-        if row is not None:
-            out[by_name[str(value.measure)]][row] = float(value.value)
+    try:
+        for value in module.iter_calc(list(map(module.parse_measure, names)), judged, ranked):
+            row = index.get(value.query_id)
+            if row is not None:
+                out[by_name[str(value.measure)]][row] = float(value.value)
+    except Exception as exc:  # checked at parse time; this is the last line of defence
+        raise SearchTomeError(f"measures {', '.join(names)}: {_reason(exc)}") from None
     return out

@@ -51,6 +51,8 @@ class Family:
     # Whether the order inside the top k matters (nDCG, RR), not only which ids are in it
     # (R, P, Success): decides which tied scores can change the value (see metrics.ties).
     order_sensitive: ClassVar[bool] = False
+    # How per-query values add up: "mean" (a rate, shown in %) or "sum" (a count, shown as one).
+    aggregate: ClassVar[str] = "mean"
 
     def values(self, ranked: Ranked, cutoff: int | None) -> np.ndarray:
         """Per-query values, aligned with the rows of ``ranked``."""

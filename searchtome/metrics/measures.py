@@ -24,6 +24,8 @@ aliases, description, formula in the docstring, ``values``) and add an instance 
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -92,7 +94,8 @@ class NDCG(Family):
 
     def values(self, ranked: Ranked, cutoff: int | None) -> np.ndarray:
         k = cutoff or ranked.depth
-        dcg = ranked.gains[:, :k] @ ranked.discount[:k]
+        seen = min(k, ranked.depth)  # ranks past the arrays' depth hold no ranked id
+        dcg = ranked.gains[:, :seen] @ ranked.discount[:seen]
         ideal_k = ranked.width if cutoff is None else cutoff
         idcg = ranked.ideal[:, :ideal_k] @ ranked.discount[:ideal_k]
         return np.divide(dcg, idcg, out=np.zeros(ranked.n_queries), where=idcg > 0)
@@ -134,6 +137,9 @@ _REFUSED = {
     "computed here; for top-k accuracy name Success@k",
 }
 _MEASURE_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:[@_]\s*(\d+))?\s*$")
+# The deepest cut-off scored: trec_eval's deepest default (a submission ranks at most 100 ids,
+# a TREC run conventionally 1000). Deeper ones only cost memory (an array as wide as k per query).
+MAX_CUTOFF = 1000
 
 
 @dataclass(frozen=True, order=True)
@@ -153,7 +159,12 @@ class Measure:
     @property
     def definition(self) -> Family:
         found = REGISTRY.get(self.family)
-        return found if found is not None else External(self.family)
+        return found if found is not None else _external_family(self.family)
+
+    @property
+    def is_count(self) -> bool:
+        """A count summed over queries (``NumQ``, ``NumRet``...), not a rate averaged."""
+        return self.definition.aggregate == "sum"
 
     @property
     def external(self) -> bool:
@@ -161,10 +172,22 @@ class Measure:
         return self.family not in REGISTRY
 
 
+@functools.lru_cache(maxsize=256)
+def _external_family(name: str) -> External:
+    return External(name)
+
+
 def parse_measure(text: str | Measure) -> Measure:
-    """``"R@1"``, ``"ndcg@3"``, ``"MRR@10"``, ``"P_5"`` → :class:`Measure` (canonical names)."""
+    """``"R@1"``, ``"ndcg@3"``, ``"MRR@10"``, ``"P_5"``, ``"map"`` → :class:`Measure` (canonical names)."""
     if isinstance(text, Measure):
         return text
+    return _parse_text(str(text), external.available())
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_text(text: str, with_ir_measures: bool) -> Measure:
+    # Cached (keyed on whether the extra is importable): an ir_measures name is tried once on a
+    # toy query when first parsed (check_computable), not at every aggregate.
     match = _MEASURE_RE.match(str(text))
     key = match.group(1).lower() if match else ""
     if key in _REFUSED:
@@ -172,12 +195,26 @@ def parse_measure(text: str | Measure) -> Measure:
     if match is None or key not in _ALIASES:
         return _parse_external(str(text))
     found = REGISTRY[_ALIASES[key]]
-    cutoff = int(match.group(2)) if match.group(2) else None
-    if cutoff is not None and cutoff < 1:
-        raise SearchTomeError(f"measure {text!r}: the cutoff must be at least 1")
+    cutoff = check_cutoff(text, match.group(2)) if match.group(2) else None
     if cutoff is None and found.needs_cutoff:
         raise SearchTomeError(f"measure {text!r} needs a cutoff, e.g. {found.name}@1")
     return Measure(found.name, cutoff)
+
+
+def check_cutoff(text: str | Measure, cutoff: str | float) -> int:
+    """A measure's cut-off as an int from 1 to :data:`MAX_CUTOFF`; one clear error otherwise."""
+    digits = str(cutoff)
+    if len(digits) > 12 or float(cutoff) > MAX_CUTOFF:
+        shown = digits if len(digits) <= 12 else f"of {len(digits):,} digits"
+        raise SearchTomeError(
+            f"measure {str(text)[:60]!r}: cut-off {shown} is above {MAX_CUTOFF:,}, the deepest "
+            f"scored (submissions rank at most 100 ids); use a cut-off up to {MAX_CUTOFF:,}"
+        )
+    if float(cutoff) < 1 or float(cutoff) != int(float(cutoff)):
+        raise SearchTomeError(
+            f"measure {str(text)[:60]!r}: the cutoff must be an integer of at least 1"
+        )
+    return int(float(cutoff))
 
 
 def _parse_external(text: str) -> Measure:
@@ -191,9 +228,33 @@ def _parse_external(text: str) -> Measure:
         )
     name = external.canonical_name(text)
     if name is None:
-        error = unknown_name("measure", text, known)
-        raise SearchTomeError(f"{error}, or any measure ir_measures can parse (e.g. AP, Judged@10)")
+        # A trec_eval name (map, num_q, ndcg_cut.10): the same measure under ir_measures' name,
+        # so built-ins still take it (P.5 is P@5) and each measure has one spelling in reports.
+        translated = external.trec_eval_name(text)
+        if translated is not None:
+            return parse_measure(translated)
+        error = _unknown(text, known)
+        raise SearchTomeError(
+            f"{error}, or any measure ir_measures can parse (e.g. AP, Judged@10) or a trec_eval "
+            "name (map, ndcg_cut.10)"
+        )
+    cutoff = external.cutoff_of(name)
+    if cutoff is not None:
+        check_cutoff(text, cutoff)
+    external.check_computable(text, name)
     return Measure(name)
+
+
+def _unknown(text: str, known: list[str]) -> SearchTomeError:
+    """``unknown measure 'ndcgg@3' (did you mean 'nDCG@3'?); known: ...``, case aside."""
+    head, sep, tail = str(text).partition("@")
+    close = difflib.get_close_matches(head.lower(), list(_ALIASES), n=1, cutoff=0.6)
+    if not close:
+        return unknown_name("measure", text, known)
+    guess = REGISTRY[_ALIASES[close[0]]].name + (f"@{tail}" if sep and tail.isdigit() else "")
+    return SearchTomeError(
+        f"unknown measure {text!r} (did you mean {guess!r}?); known: {', '.join(sorted(known))}"
+    )
 
 
 def measure_names(measures: Iterable[str | Measure]) -> list[str]:

@@ -94,12 +94,16 @@ def rank_arrays(
 ) -> Ranked:
     """The arrays every measure reads, deep enough for the largest cutoff in ``measures``."""
     longest = max((len(r) for r in run.rankings.values()), default=0)
-    depth = max([m.cutoff or longest for m in measures] + [1])
+    # Ranks past the longest ranking hold nothing: a cut-off beyond it needs no deeper arrays
+    # (each measure slices up to its own k; P@k still divides by k).
+    depth = max([min(m.cutoff or longest, longest) for m in measures] + [1])
     positives = _positives(qrels)
     gains = _gain_matrix(run, positives, query_ids, depth)
     uncut = any(m.definition.uncut_ideal and m.cutoff is None for m in measures)
-    most_relevant = max((len(v) for v in positives.values()), default=0) if uncut else 0
-    width = max(depth, most_relevant)
+    deepest = max([m.cutoff or 0 for m in measures if m.definition.uncut_ideal] + [0])
+    most_relevant = max((len(v) for v in positives.values()), default=0)
+    # The ideal ranking of nDCG@k needs min(k, most relevant) ranks, uncut nDCG all of them.
+    width = max(depth, most_relevant if uncut else min(deepest, most_relevant))
     n_rel, ideal = _ideal(positives, query_ids, width)
     discount = 1.0 / np.log2(np.arange(2, width + 2, dtype=np.float64))
     return Ranked(gains, gains > 0, n_rel, ideal, discount, depth, width)
@@ -170,11 +174,26 @@ def evaluate(
     return {qid: {name: float(arrays[name][i]) for name in names} for i, qid in enumerate(qids)}
 
 
+def is_count(measure: str | Measure) -> bool:
+    """Whether a measure is a count (summed over queries, printed as a count), not a rate."""
+    return parse_measure(measure).is_count
+
+
+def aggregate(measure: str | Measure, values: np.ndarray) -> float:
+    """Per-query values added up as the measure means: the sum of a count, else the mean."""
+    if is_count(measure):
+        return float(values.sum())
+    return float(values.mean()) if len(values) else 0.0
+
+
 def mean_scores(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    """The mean of each measure over the queries given (all of them: missing ones are 0 already)."""
+    """Each measure over the queries given (all: missing ones are 0): mean, or sum for counts."""
     totals: dict[str, float] = {}
     for values in per_query.values():
         for name, value in values.items():
             totals[name] = totals.get(name, 0.0) + value
     n = len(per_query)
-    return {name: (total / n if n else 0.0) for name, total in totals.items()}
+    return {
+        name: total if is_count(name) else (total / n if n else 0.0)
+        for name, total in totals.items()
+    }
