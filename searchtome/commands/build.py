@@ -251,6 +251,13 @@ def _add_generation_options(p: argparse.ArgumentParser) -> None:
         help=f"tries per request on 429/5xx/timeouts {_default('max_attempts')}",
     )
     llm.add_argument(
+        "--max-failed-units",
+        type=float,
+        metavar="SHARE",
+        help="fail, writing nothing, when more than this share of units failed "
+        f"{_default('max_failed_units')}; 1 writes whatever was answered",
+    )
+    llm.add_argument(
         "--cache",
         type=Path,
         metavar="FILE",
