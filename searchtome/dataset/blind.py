@@ -30,7 +30,6 @@ import hashlib
 import hmac
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +56,7 @@ from searchtome.io import (
     commit_dir,
     read_json,
     read_parquet,
+    scratch_dir,
     write_json,
     write_parquet,
 )
@@ -310,7 +310,7 @@ def blind_release(
     """Write a complete dataset with ``write_full(folder)`` into scratch, then split it."""
     pub = Path(public)
     pub.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{pub.name}.full.", dir=pub.parent))
+    scratch = scratch_dir(pub, "full")  # removed below; a killed run's by the next one
     try:
         write_full(scratch / "full")
         return make_blind(scratch / "full", pub, private or default_private(pub), split)

@@ -8,8 +8,13 @@ a healthy server succeeds.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +25,8 @@ from searchtome.generate.replies import MAX_REPLY_CHARS
 from searchtome.io import read_json
 from tests.fixtures.fake_openai import FakeOpenAIServer, Fault
 from tests.hostile.conftest import build_args
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _units(book_dir: Path, server: FakeOpenAIServer, tmp_path: Path) -> list:
@@ -203,3 +210,67 @@ def test_an_unreachable_endpoint_is_one_line_and_no_folder(book_dir, tmp_path, c
     assert len(lines) == 1, lines
     assert "no request to 127.0.0.1" in lines[0] and "nothing was written" in lines[0]
     assert not out.exists() and not list(tmp_path.glob(".data.*"))
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_only_our_stale_temporary_folders_are_removed(book_dir, server, tmp_path):
+    from searchtome.io import owner_tag
+
+    out = tmp_path / "data"
+    host = owner_tag().rpartition("-")[2]
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead = tmp_path / f".data.st{_dead_pid()}-{host}.abc123.tmp"
+        dead_old = tmp_path / f".data.old.st{_dead_pid()}-{host}"
+        dead_scratch = tmp_path / f".data.full.st{_dead_pid()}-{host}.xyz"
+        keep = {
+            "live": tmp_path / f".data.st{sleeper.pid}-{host}.def456.tmp",
+            "other host": tmp_path
+            / f".data.st{_dead_pid()}-{'0' * 8 if host != '0' * 8 else '1' * 8}.x.tmp",
+            "untagged": tmp_path / ".data.q1w2e3.tmp",
+            "other name": tmp_path / f".data2.st{_dead_pid()}-{host}.x.tmp",
+        }
+        for folder in (dead, dead_old, dead_scratch, *keep.values()):
+            folder.mkdir()
+            (folder / "corpus.parquet").write_bytes(b"half")
+        (tmp_path / f".data.st{_dead_pid()}-{host}.file.tmp").write_bytes(b"a file, not ours")
+        assert main(build_args(book_dir, server.base_url, out, tmp_path / "c.sqlite")) == 0
+        assert not dead.exists() and not dead_old.exists() and not dead_scratch.exists()
+        for why, folder in keep.items():
+            assert (folder / "corpus.parquet").is_file(), why
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+_BUILD = "import sys; from searchtome.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def test_a_killed_blind_build_leaves_nothing_after_the_rerun(book_dir, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = tmp_path / "blind"
+    with FakeOpenAIServer(latency=0.3) as slow:
+        args = build_args(book_dir, slow.base_url, out, tmp_path / "c.sqlite", "--blind", "test")
+        args += ["--concurrency", "1"]
+        proc = subprocess.Popen([sys.executable, "-c", _BUILD, *args], env=env, cwd=tmp_path)
+        deadline = time.monotonic() + 120
+        while not slow.chat_records() and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"the build ended (rc {proc.returncode}) before it could be killed")
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        left = [p.name for p in tmp_path.iterdir() if p.name.startswith(".blind.")]
+        assert left, "the killed build had a scratch folder"
+        assert subprocess.run([sys.executable, "-c", _BUILD, *args], env=env).returncode == 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".blind")]
+    assert load_ok(out)
+
+
+def load_ok(folder: Path) -> bool:
+    return bool(searchtome.load(folder).queries("train"))
