@@ -27,6 +27,7 @@ from string import Template
 from typing import Any
 
 from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.generate.language import cjk_chars, language_problem
 
 # Reading replies moved to replies.py; its public names stay importable from here.
 from searchtome.generate.replies import STRICTNESS as STRICTNESS
@@ -159,20 +160,40 @@ class FilterConfig:
     copy_fraction: float = 0.8  # …covering at least this share of the question
     drop_title_leakage: bool = False
     drop_self_reference: bool = False
+    check_language: bool = True  # drop questions in another language than their passage
 
     def to_dict(self) -> dict[str, Any]:
+        """The manifest's record. ``check_language`` is recorded only when turned off, so a
+        build's manifest (and its bytes) stays what it was before the check existed."""
         from dataclasses import asdict
 
-        return asdict(self)
+        out = asdict(self)
+        if out["check_language"]:
+            del out["check_language"]
+        return out
+
+
+# What ends a question: "?" and its full-width, Arabic, Ethiopic and Armenian forms.
+QUESTION_MARKS = ("?", "？", "؟", "፧", "՞")
+
+
+def _tokens(text: str) -> list[str]:
+    """Words of ``normalise(text)``, Han and kana runs cut into characters (no spaces there)."""
+    out: list[str] = []
+    for word in normalise(text).split():
+        out += list(word) if not word.isascii() and cjk_chars(word) else [word]
+    return out
 
 
 def is_copy(question: str, text: str, cfg: FilterConfig) -> bool:
-    q = normalise(question).split()
-    t = normalise(text).split()
-    if len(q) < cfg.copy_min_words or not t:
+    q = _tokens(question)
+    t = _tokens(text)
+    if not q or not t:
         return False
     match = SequenceMatcher(None, q, t, autojunk=False).find_longest_match(0, len(q), 0, len(t))
-    return match.size >= cfg.copy_min_words and match.size >= cfg.copy_fraction * len(q)
+    # A question shorter than copy_min_words is a copy when the passage holds all of it.
+    need = min(cfg.copy_min_words, len(q))
+    return match.size >= need and match.size >= cfg.copy_fraction * len(q)
 
 
 def leaks_title(question: str, title: str) -> bool:
@@ -184,12 +205,17 @@ def question_problem(
     question: str, unit_text: str, cfg: FilterConfig, leaf_title: str | None = None
 ) -> str | None:
     """Why ``question`` should be dropped (``None`` to keep it); duplicates are checked apart."""
-    if cfg.require_question_mark and not question.rstrip().endswith("?"):
+    if cfg.require_question_mark and not question.rstrip().endswith(QUESTION_MARKS):
         return "not a question"
-    if len(question) < cfg.min_chars or len(normalise(question).split()) < cfg.min_words:
+    # Han and kana are written without spaces and carry about a word per character.
+    cjk = 0 if question.isascii() else cjk_chars(question)
+    words = len(normalise(question).split()) + cjk
+    if len(question) + 2 * cjk < cfg.min_chars or words < cfg.min_words:
         return "too short"
     if len(question) > cfg.max_chars:
         return "too long"
+    if cfg.check_language and language_problem(question, unit_text):
+        return "not in the passage's language"
     if is_copy(question, unit_text, cfg):
         return "copies the unit text"
     if cfg.drop_self_reference and _SELF_REF.search(question):

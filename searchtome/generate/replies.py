@@ -94,7 +94,7 @@ _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
 _MARKER = re.compile(
     r"^\s*(?:(?:q(?:uestion)?\s*)?\d{1,3}\s*[.):\]-]|[-*•·–]|\(\d{1,3}\))\s*", re.I
 )
-_INLINE_NUMBER = re.compile(r"(?<=\?)\s+(?=(?:\d{1,3}[.)]|[-*•])\s)")
+_INLINE_NUMBER = re.compile(r"(?<=[?？])\s+(?=(?:\d{1,3}[.)]|[-*•])\s)")
 _WS = re.compile(r"\s+")
 
 
@@ -186,11 +186,11 @@ def _salvage_json_list(content: str) -> list[str]:
 
 
 def _from_lines(content: str) -> list[str]:
-    """Questions from a numbered/bulleted list or from lines that end in ``?``."""
+    """Questions from a numbered/bulleted list or from lines that end in ``?`` (or ``？``)."""
     text = _INLINE_NUMBER.sub("\n", content)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     marked = [ln for ln in lines if _MARKER.match(ln)]
-    chosen = marked if marked else [ln for ln in lines if ln.strip().endswith("?")]
+    chosen = marked if marked else [ln for ln in lines if ln.strip().endswith(("?", "？"))]
     return [clean_question(ln) for ln in chosen]
 
 
@@ -241,7 +241,7 @@ def _parse(content: str | None, finish_reason: str | None, strictness: str) -> P
         note = None
     if truncated and items:
         # The last item may be cut mid-sentence: keep only complete ones.
-        if not items[-1].endswith("?"):
+        if not items[-1].endswith(("?", "？")):
             items = items[:-1]
         note = "reply cut off at the token limit; kept its complete items"
     if not items:

@@ -274,3 +274,42 @@ def test_a_killed_blind_build_leaves_nothing_after_the_rerun(book_dir, tmp_path)
 
 def load_ok(folder: Path) -> bool:
     return bool(searchtome.load(folder).queries("train"))
+
+
+def test_filters_language_fullwidth_mark_and_short_copies(book_dir, server, tmp_path):
+    victim = _units(book_dir, server, tmp_path)[0]
+    short_copy = " ".join(victim.text.split()[:4]).rstrip(".,") + "?"
+    reply = {
+        "questions": [
+            "Wie funktioniert das und die Sache hier?",  # German about an English passage
+            "Как это связано с текстом выше?",  # Cyrillic about a Latin-script passage
+            "How do these two ideas relate to each other？",  # full-width mark: a question
+            short_copy,  # a verbatim copy under six words
+        ]
+    }
+    server.inject(Fault.reply(json.dumps(reply)), times=1, match=_marker(victim))
+    out = tmp_path / "data"
+    assert main(build_args(book_dir, server.base_url, out, tmp_path / "c.sqlite")) == 0
+    removed = {
+        r["text"]: r["reason"]
+        for r in read_json(out / "build-report.json")["removed_questions"]
+        if r["unit_id"] == victim.unit_id
+    }
+    assert removed == {
+        reply["questions"][0]: "not in the passage's language",
+        reply["questions"][1]: "not in the passage's language",
+        short_copy: "copies the unit text",
+    }
+    kept = {q.text for s in ("train", "dev", "test") for q in searchtome.load(out).queries(s)}
+    assert reply["questions"][2] in kept
+    # The check is recorded only when turned off, so earlier manifests keep their bytes.
+    assert "check_language" not in read_json(out / "manifest.json")["generation"]["filters"]
+    again = tmp_path / "again"
+    args = build_args(
+        book_dir, server.base_url, again, tmp_path / "c.sqlite", "--no-language-check"
+    )
+    assert main(args) == 0
+    manifest = read_json(again / "manifest.json")
+    assert manifest["generation"]["filters"]["check_language"] is False
+    kept = {q.text for s in ("train", "dev", "test") for q in searchtome.load(again).queries(s)}
+    assert reply["questions"][0] in kept
