@@ -89,25 +89,95 @@ def atomic_write(
 
 
 def atomic_dir(path: PathLike) -> Path:
-    """A fresh temporary sibling folder of ``path``; move it into place with :func:`commit_dir`."""
-    path = Path(path)
+    """A fresh temporary sibling of ``path``; move it into place with :func:`commit_dir`. Its
+    name carries this process's id and host (:func:`scratch_dir`), and stale ones left by a
+    killed run for the same ``path`` are removed first (:func:`remove_stale`)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        tmp = scratch_dir(path, suffix=".tmp")
     except OSError as exc:
         raise (write_failure(path, exc) or exc) from None
     tmp.chmod(0o777 & ~_UMASK)  # mkdtemp makes it private; the committed folder should not be
     return tmp
 
 
+def owner_tag(pid: int | None = None) -> str:
+    """``st<pid>-<8 hex of the host name>``: who made a temporary folder, in its name."""
+    import socket
+
+    host = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return f"st{os.getpid() if pid is None else pid}-{host}"
+
+
+def scratch_dir(path: PathLike, kind: str = "", suffix: str = "") -> Path:
+    """A fresh private folder beside ``path`` named ``.NAME.[KIND.]st<pid>-<host>.XXXX``, after
+    removing the stale ones a killed run left for ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(path)
+    middle = f"{kind}." if kind else ""
+    return Path(
+        tempfile.mkdtemp(
+            prefix=f".{path.name}.{middle}{owner_tag()}.", suffix=suffix, dir=path.parent
+        )
+    )
+
+
+def remove_stale(path: PathLike) -> list[Path]:
+    """Remove the temporary folders beside ``path`` that a searchtome process on this host
+    made for it and that outlived it (killed mid-write). Only names with our owner tag are
+    looked at, and only when that process is gone: a live build's folders, another host's (on a
+    shared disk) and anything else are left alone. Returns what was removed."""
+    import re
+    import shutil
+
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    host = owner_tag(0).rpartition("-")[2]
+    pattern = re.compile(
+        rf"\.{re.escape(path.name)}\.(?:[a-z]+\.)?st(\d+)-([0-9a-f]{{8}})(?:\..*)?"
+    )
+    removed = []
+    for entry in path.parent.iterdir():
+        match = pattern.fullmatch(entry.name)
+        if not match or match.group(2) != host or not entry.is_dir() or entry.is_symlink():
+            continue
+        if _alive(int(match.group(1))):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    if removed:
+        import logging
+
+        logging.getLogger(__name__).info(
+            "removed %d temporary folder(s) left by killed runs: %s",
+            len(removed),
+            ", ".join(p.name for p in removed),
+        )
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process, or a number we cannot judge: leave it
+    return True
+
+
 def commit_dir(tmp: PathLike, path: PathLike) -> None:
-    """Replace ``path`` by the folder ``tmp`` (the old folder, if any, is removed afterwards)."""
+    """Replace ``path`` by the folder ``tmp`` (the old folder, if any, is removed afterwards;
+    its temporary name carries our owner tag, so a kill between the two steps is cleaned up)."""
     import shutil
 
     tmp, path = Path(tmp), Path(path)
     old = None
     if path.exists():
-        old = path.with_name(f".{path.name}.old.{os.getpid()}")
+        old = path.with_name(f".{path.name}.old.{owner_tag()}")
         os.replace(path, old)
     os.replace(tmp, path)
     if old is not None:

@@ -30,8 +30,9 @@ _RENAMED = {
     "max_question_chars": "filters.max_chars",
     "drop_title_leakage": "filters.drop_title_leakage",
     "drop_self_reference": "filters.drop_self_reference",
+    "no_language_check": "filters.check_language",
 }
-_NEGATED = {"no_repair", "no_leaves_in_train", "no_card"}
+_NEGATED = {"no_repair", "no_leaves_in_train", "no_card", "no_language_check"}
 
 
 def _default(name: str) -> str:
@@ -251,6 +252,13 @@ def _add_generation_options(p: argparse.ArgumentParser) -> None:
         help=f"tries per request on 429/5xx/timeouts {_default('max_attempts')}",
     )
     llm.add_argument(
+        "--max-failed-units",
+        type=float,
+        metavar="SHARE",
+        help="fail, writing nothing, when more than this share of units failed "
+        f"{_default('max_failed_units')}; 1 writes whatever was answered",
+    )
+    llm.add_argument(
         "--cache",
         type=Path,
         metavar="FILE",
@@ -286,6 +294,12 @@ def _add_unit_and_split_options(p: argparse.ArgumentParser) -> None:
         "--drop-title-leakage",
         action="store_true",
         help="drop questions that contain their leaf's title",
+    )
+    flt.add_argument(
+        "--no-language-check",
+        action="store_true",
+        help="keep questions written in another language (script or function words) than "
+        "their passage",
     )
     flt.add_argument(
         "--drop-self-reference",

@@ -61,14 +61,14 @@ def _publish_blind(args: argparse.Namespace) -> int:
     nothing outside its scratch folder, which is removed either way).
     """
     import shutil
-    import tempfile
     from pathlib import Path
 
     from searchtome.dataset.blind import default_private, make_blind
+    from searchtome.io import scratch_dir
 
     data = Path(args.data)
     held = Path(args.held_back) if args.held_back else default_private(data)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{data.name}.blind.", dir=data.parent))
+    scratch = scratch_dir(data, "blind")
     try:
         private = scratch / "held-back" if args.dry_run else held
         blind = make_blind(data, scratch / "public", private, args.blind)

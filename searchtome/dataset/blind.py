@@ -14,19 +14,22 @@
 Ids. Source query ids may encode the gold (the reproduction's ``whole-child-009-g001-q01`` names
 its leaf and unit; ours, ``book-2.1-u3-q01``, too), so every public query id and unit id is
 opaque: ``q-`` / ``BOOK#u-`` plus 16 hex digits of an HMAC-SHA256 of the source id. The key is a
-hash of the blind split's qrels and texts — the same data always gives the same ids, and nobody
-without the gold can recompute them. ``units.parquet`` stays private because the paragraphs that
-no public unit covers would point at the held-back questions' sources. Runs written against the
-source ids (every committed submission) are renamed with the map in ``blind.json``:
-:func:`rename_run`.
+random secret (32 bytes from :mod:`secrets`) created with the release and written only to the
+private ``blind.json``: no public file, and nothing derivable from one, gives it, so public ids
+cannot be recomputed from the source release, and the units a public unit id stands for cannot
+be found by re-cutting the public paragraphs into units and hashing their ids. Writing a release
+into a private folder that already holds one of the same split reuses its key, so rewriting a
+release keeps its ids. ``units.parquet`` stays private because the paragraphs that no public
+unit covers would point at the held-back questions' sources. Runs written against the source
+ids (every committed submission) are renamed with the map in ``blind.json``: :func:`rename_run`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +56,7 @@ from searchtome.io import (
     commit_dir,
     read_json,
     read_parquet,
+    scratch_dir,
     write_json,
     write_parquet,
 )
@@ -62,6 +66,7 @@ BLIND_FILE = "blind.json"
 BLIND_FORMAT = "searchtome-blind-v1"
 SOURCE_MANIFEST = "source-manifest.json"
 PUBLIC_COPIES = (CORPUS_FILE, BOOKS_FILE, TOC_FILE, PARAGRAPHS_FILE)
+KEY_BYTES = 32
 MANIFEST_KEEP = ("name", "description", "searchtome_version", "books", "license")
 
 
@@ -74,13 +79,10 @@ class BlindResult:
 
 
 class _Ids:
-    """Opaque public ids: an HMAC of the source id under a key derived from the held-back gold."""
+    """Opaque public ids: an HMAC of the source id under the release's secret key."""
 
-    def __init__(self, ds: Dataset, split: str) -> None:
-        secret = hashlib.sha256(BLIND_FORMAT.encode())
-        for q in sorted(ds.queries(split), key=lambda q: q.query_id):
-            secret.update(f"{q.query_id}\t{q.leaf_id}\t{q.unit_id}\t{q.text}\n".encode())
-        self.key = secret.digest()
+    def __init__(self, key: bytes) -> None:
+        self.key = key
 
     def _digest(self, kind: str, source: str) -> str:
         return hmac.new(self.key, f"{kind}\0{source}".encode(), hashlib.sha256).hexdigest()[:16]
@@ -168,10 +170,28 @@ def _write_private(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> 
         {
             "format": BLIND_FORMAT,
             "split": split,
+            # The release's secret: with it, anyone could link public ids to source ids.
+            "key": ids.key.hex(),
+            "key_algorithm": "HMAC-SHA256(key, KIND \\0 SOURCE_ID)[:16 hex], KIND query or unit",
             "source_query_ids": dict(sorted(public_ids.items())),
         },
     )
     write_manifest(out, {"name": f"{ds.manifest.get('name', 'dataset')} (private)", "blind": split})
+
+
+def _release_key(private: Path, split: str) -> bytes:
+    """The key of the release already in ``private`` (same split), else a fresh random one."""
+    try:
+        held = read_private(private) if is_private(private) else {}
+    except SearchTomeError:
+        held = {}
+    key = held.get("key") if held.get("split") == split else None
+    if isinstance(key, str) and len(key) == 2 * KEY_BYTES:
+        try:
+            return bytes.fromhex(key)
+        except ValueError:
+            pass
+    return secrets.token_bytes(KEY_BYTES)
 
 
 def make_blind(full: PathLike, public: PathLike, private: PathLike, split: str) -> BlindResult:
@@ -184,8 +204,8 @@ def make_blind(full: PathLike, public: PathLike, private: PathLike, split: str) 
         raise SearchTomeError(f"{src}: is already a blind release")
     if not ds.queries(split):
         raise SearchTomeError(f"{src}: the {split} split has no queries to hold back")
-    ids = _Ids(ds, split)
     pub, priv = Path(public), Path(private)
+    ids = _Ids(_release_key(priv, split))
     if pub.resolve() == priv.resolve() or priv.resolve().is_relative_to(pub.resolve()):
         raise SearchTomeError(f"{priv}: the private folder may not lie inside the public one")
     for target, writer in ((pub, _write_public), (priv, _write_private)):
@@ -290,7 +310,7 @@ def blind_release(
     """Write a complete dataset with ``write_full(folder)`` into scratch, then split it."""
     pub = Path(public)
     pub.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{pub.name}.full.", dir=pub.parent))
+    scratch = scratch_dir(pub, "full")  # removed below; a killed run's by the next one
     try:
         write_full(scratch / "full")
         return make_blind(scratch / "full", pub, private or default_private(pub), split)

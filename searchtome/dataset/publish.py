@@ -54,6 +54,36 @@ _MANAGED = re.compile(
 
 
 # -- licences --------------------------------------------------------------------------------------
+_UNKNOWN_LICENSE = re.compile(r"^\s*(?:unknown|none|n/?a|other|unspecified|\?)?\s*$", re.IGNORECASE)
+
+
+def unknown_licences(data_dir: PathLike) -> list[str]:
+    """Books whose licence is unknown (empty, ``unknown``, ``other``...): published with a
+    warning, since nobody can tell whether their terms allow it (see docs/hub.md)."""
+    ds = load(data_dir)
+    return [
+        bid for bid in ds.book_ids() if _UNKNOWN_LICENSE.fullmatch(ds.books[bid].book.license or "")
+    ]
+
+
+def check_repo_id(repo_id: str) -> None:
+    """``repo_id`` as the Hub accepts it (huggingface_hub's own validator: no ``..`` or ``--``,
+    no leading or trailing ``-``/``.``, at most 96 characters, no ``.git`` ending), in the
+    ORG/NAME form a dataset repository needs."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if not REPO_ID_RE.fullmatch(repo_id):
+        raise SearchTomeError(f"--repo {repo_id!r}: expected ORG/NAME (letters, digits, . _ -)")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        detail = str(exc).splitlines()[0].replace(f": '{repo_id}'", "").rstrip(".")
+        raise SearchTomeError(
+            f"--repo {repo_id!r}: the Hub refuses this name ({detail}); choose another"
+        ) from None
+
+
 def redistribution_blockers(data_dir: PathLike) -> list[str]:
     """One line per book whose terms forbid publishing text derived from it."""
     ds = load(data_dir)
@@ -91,6 +121,7 @@ class PublishPlan:
     card_base: str
     blockers: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unknown_licences: list[str] = field(default_factory=list)
 
     @property
     def total_bytes(self) -> int:
@@ -111,6 +142,11 @@ class PublishPlan:
         if self.blockers:
             lines.append("  restricted books (published because --allow-restricted was given):")
             lines += [f"    {b}" for b in self.blockers]
+        if self.unknown_licences:
+            lines.append(
+                f"  warning: licence unknown for {', '.join(self.unknown_licences)}: publish only "
+                "if you know its terms allow redistributing derived text"
+            )
         for note in self.notes:
             lines.append(f"  note: {note}")
         lines.append(f"  card diff (against {self.card_base}):")
@@ -155,6 +191,7 @@ def make_plan(
     local_path = root / CARD_FILE
     local = local_path.read_text(encoding="utf-8") if local_path.is_file() else None
     notes: list[str] = []
+    unknown = unknown_licences(root)
     existing = local
     if remote_card is not None:
         existing = _merge_with_remote(local, remote_card, repo_id, local_path)
@@ -188,14 +225,14 @@ def make_plan(
         card_base=base,
         blockers=blockers,
         notes=notes,
+        unknown_licences=unknown,
     )
 
 
 def _check_request(root: Path, repo_id: str, revision: str | None, create_pr: bool) -> None:
     """The names are usable and the folder is exactly what its manifest says (card excepted)."""
-    if not REPO_ID_RE.match(repo_id):
-        raise SearchTomeError(f"--repo {repo_id!r}: expected ORG/NAME (letters, digits, . _ -)")
-    if revision is not None and not _TAG_RE.match(revision):
+    check_repo_id(repo_id)
+    if revision is not None and not _TAG_RE.fullmatch(revision):
         raise SearchTomeError(f"--revision {revision!r}: a tag name is letters, digits, . _ -")
     if revision is not None and create_pr:
         raise SearchTomeError(
@@ -306,14 +343,21 @@ def publish(
         return PublishResult(plan)
 
     from huggingface_hub import HfApi, get_token
-    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
     from searchtome.settings import require_online
 
     # Everything that can fail locally fails before any network call.
-    make_plan(
+    first = make_plan(
         root, repo_id, revision=revision, create_pr=create_pr, allow_restricted=allow_restricted
     )
+    if first.unknown_licences:
+        log.warning(
+            "%s: the licence of %s is unknown; publishing anyway: be sure its terms allow "
+            "redistributing derived text (set license in the --catalog entry and rebuild)",
+            root,
+            ", ".join(first.unknown_licences),
+        )
     require_online(f"publishing to {repo_id}")
     token = get_token()
     if not token:
@@ -340,10 +384,24 @@ def publish(
         if not exists:
             api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
         result = _commit_and_tag(api, plan, remote_files, commit_message)
-    except HfHubHTTPError as exc:
+    except (HfHubHTTPError, HFValidationError) as exc:
         raise SearchTomeError(f"publishing to {repo_id} failed: {short_error(exc)}") from None
+    except Exception as exc:
+        if not _is_transport_error(exc):
+            raise
+        raise SearchTomeError(
+            f"publishing to {repo_id} failed: cannot reach {hub_endpoint()} "
+            f"({type(exc).__name__}: {short_error(exc)}); check the network or HF_ENDPOINT"
+        ) from None
     log.info("published %s to %s (%s)", root, repo_id, result.commit_oid)
     return result
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """Connection refused, DNS, TLS, timeouts: OSErrors, or the HTTP library's transport errors
+    (huggingface_hub's HTTP library changes between releases, so they are known by name)."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    return isinstance(exc, OSError) or bool(names & {"TransportError", "ConnectionError"})
 
 
 def _remote_state(

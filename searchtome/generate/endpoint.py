@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,7 +121,7 @@ def generate(
         cfg = ClientConfig(base_urls=endpoint.base_urls, model=opts.model or DEFAULT_MODEL)
         host, model_label, prefer = cfg.hosts[0], cfg.label, cfg.hosts
 
-    def generator(client: ChatClient | None) -> QuestionGenerator:
+    def generator(client: ChatClient | None, refresh: Sequence[str] = ()) -> QuestionGenerator:
         # Replicas share replies; among an older cache's conflicting ones, ours win.
         return QuestionGenerator(
             gen_cfg,
@@ -130,6 +131,7 @@ def generate(
             model=model_label,
             sampling=sampling,
             prefer_hosts=prefer,
+            refresh=refresh,
         )
 
     # Pass 1: the cache alone. Nothing else is started when it has every reply.
@@ -140,6 +142,17 @@ def generate(
         for u, o in zip(units, outcomes, strict=True)
         if o.error and o.error.startswith("not in the cache")
     ]
+    # A unit whose cached replies could not be used (a poisoned cache, a server that was
+    # unwell) is asked again by a live build; `--endpoint cache` replays the failure as it is.
+    # (`repaired` with no repair reply cached: the first reply was unusable, so it is asked again
+    # rather than repaired.)
+    stale = [
+        u
+        for u, o in zip(units, outcomes, strict=True)
+        if o.error
+        and endpoint.kind != "cache"
+        and (o.repaired or not o.error.startswith("not in the cache"))
+    ]
     used_hosts = set(replay.used_hosts)  # where the cached replies came from
     if missing and endpoint.kind == "cache":
         raise NotCachedError(
@@ -148,19 +161,28 @@ def generate(
             "the dataset was built with, pass the same --model/--prompt/--questions-per-unit/"
             "--seed, or use a live --endpoint"
         )
-    if missing:
+    again = {u.unit_id for u in [*missing, *stale]}
+    if again:
+        if stale:
+            log.info("%d unit(s) with unusable cached replies are asked again", len(stale))
+        ask = [u for u in units if u.unit_id in again]  # in document order
         fresh, per_endpoint = _live_pass(
-            opts, endpoint, missing, generator, concurrency, model_label
+            opts,
+            endpoint,
+            ask,
+            lambda client: generator(client, [u.unit_id for u in stale]),
+            concurrency,
+            model_label,
         )
         by_id = {o.unit_id: o for o in fresh}
         summary.requests = sum(o.requests for o in fresh)
         outcomes = [by_id.get(o.unit_id, o) for o in outcomes]
         summary.stages["generate"] = (
-            f"{len(missing)} unit(s) asked, {summary.requests} request(s) ({per_endpoint})"
+            f"{len(ask)} unit(s) asked, {summary.requests} request(s) ({per_endpoint})"
         )
     else:
         summary.stages["generate"] = "skipped (all replies cached)"
-    summary.cached_units = len(units) - len(missing)
+    summary.cached_units = len(units) - len(again)
     # Which endpoints answered is left out of the dataset: it is byte-identical whichever did.
     kind = endpoint.kind
     if kind == "cache":
@@ -207,10 +229,23 @@ def _live_pass(
             bar.update(1)
 
         try:
-            return generator(client).run(missing, on_done=done)
+            with _RequestWarnings() as gave_up:
+                outcomes = generator(client).run(missing, on_done=done)
         finally:
             bar.close()
-            counts.append(_endpoint_counts(client))
+        stats = client.endpoint_stats()
+        if gave_up.count and not any(st.ok for st in stats.values()):
+            reasons: Counter[str] = Counter()
+            for st in stats.values():
+                reasons.update(st.by_reason)
+            top = reasons.most_common(1)[0][0] if reasons else gave_up.first
+            raise NoAnswer(
+                f"no request to {', '.join(stats)} succeeded ({gave_up.count:,} of "
+                f"{len(missing):,} units tried, {top}); check that the server is running and "
+                "--endpoint is right; nothing was written"
+            )
+        counts.append(_endpoint_counts(client))
+        return outcomes
 
     counts: list[str] = []
     if endpoint.kind == "local":
@@ -218,6 +253,37 @@ def _live_pass(
         with local_server(model_dir) as server:
             return run([server.base_url], server.model, server.host_label), counts[0]
     return run(endpoint.base_urls, opts.model or DEFAULT_MODEL, None), counts[0]
+
+
+class NoAnswer(SearchTomeError):
+    """Not one request succeeded: the endpoint is down or wrong; nothing is written."""
+
+    exit_code = 3
+
+
+class _RequestWarnings(logging.Filter):
+    """Holds back the client's warning per request that gave up (263 lines for an unreachable
+    endpoint); the build reports them once: :class:`NoAnswer`, or one line in
+    :func:`_endpoint_counts`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+        self.first = ""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and str(record.msg).startswith("request %s failed"):
+            self.count += 1
+            self.first = self.first or str(record.args[-1] if record.args else "")
+            return False
+        return True
+
+    def __enter__(self) -> _RequestWarnings:
+        logging.getLogger("searchtome.llm.client").addFilter(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("searchtome.llm.client").removeFilter(self)
 
 
 def _endpoint_counts(client: ChatClient) -> str:

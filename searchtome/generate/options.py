@@ -78,6 +78,9 @@ class BuildOptions:
     sampling_extra: dict[str, Any] = field(default_factory=dict)
     timeout: float = 120.0
     max_attempts: int = 6
+    # Above this share of failed units the build writes nothing and fails with a summary:
+    # a dataset missing most of its questions is a broken endpoint, not a result.
+    max_failed_units: float = 0.5
     cache: Path | None = None
     unit_min_chars: int = DEFAULT_MIN_CHARS
     unit_drop_below: int = DEFAULT_DROP_BELOW

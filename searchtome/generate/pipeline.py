@@ -106,6 +106,7 @@ def build(opts: BuildOptions) -> BuildSummary:
         )
     by_unit = {u.unit_id: u for u in texts.units}
     kept, removed = _filter(opts, outcomes, by_unit, texts.leaves, summary)
+    check_failures(opts, summary)
     queries, split = _split(kept, by_unit, configs.split, summary)
     summary.paper = paper_comparison(sources, extractions, queries)
 
@@ -156,6 +157,28 @@ def build(opts: BuildOptions) -> BuildSummary:
     return summary
 
 
+class TooManyFailures(SearchTomeError):
+    """More units failed than ``max_failed_units`` allows; nothing was written."""
+
+    exit_code = 3
+
+
+def check_failures(opts: BuildOptions, summary: BuildSummary) -> None:
+    """Stop before writing when the failed share of units passes ``opts.max_failed_units``."""
+    failed, total = len(summary.failures), summary.units
+    if not failed or failed <= opts.max_failed_units * total:
+        return
+    no_answer = len(summary.transient_failures)
+    unit, reason = summary.failures[0]
+    raise TooManyFailures(
+        f"{failed:,} of {total:,} units failed ({failed / total:.0%}, above --max-failed-units "
+        f"{opts.max_failed_units:g}): {no_answer:,} got no answer, {failed - no_answer:,} gave "
+        f"unusable replies (first: {unit}: {reason}); nothing written to {opts.out}; fix the "
+        "endpoint and rerun (answered units are cached and unusable replies asked again), or "
+        "pass --max-failed-units 1 to write what there is"
+    )
+
+
 def _configs(opts: BuildOptions, endpoint: Endpoint) -> _Configs:
     """Each stage's configuration, the endpoint's defaults filling what ``opts`` leaves open;
     every setting is checked here, before any book is fetched."""
@@ -185,6 +208,10 @@ def _configs(opts: BuildOptions, endpoint: Endpoint) -> _Configs:
         frequency_penalty=opts.frequency_penalty,
         extra=dict(opts.sampling_extra),
     )
+    if not 0 <= opts.max_failed_units <= 1:
+        raise SearchTomeError(
+            f"--max-failed-units must be a share between 0 and 1, got {opts.max_failed_units:g}"
+        )
     units = UnitConfig(min_chars=opts.unit_min_chars, drop_below=opts.unit_drop_below)
     units.validate()
     split = SplitConfig(

@@ -5,21 +5,16 @@ Prompt templates are package data (``searchtome/prompts/<version>.txt``): ``[sys
 user/assistant pairs), ``[repair]`` is the follow-up sent once when a reply cannot be used.
 Placeholders use ``$name`` so JSON braces in a template need no escaping.
 
-Replies are read at one of three strictness levels:
-
-* ``strict``  — a JSON object ``{"questions": [...]}``, optionally inside a fenced code block;
-* ``json``    — also a bare JSON list, JSON with prose around it, items ``{"question": ...}``;
-* ``lenient`` — also numbered or bulleted lists and plain lines ending in ``?``, and a reply cut
-  off at the token limit keeps its complete items (small local models rarely follow JSON).
-
-A reply that cannot be used (empty, cut off, not JSON, wrong shape, no questions) gets one repair
-attempt; if that fails too the unit is recorded as failed with its reason and the build goes on.
+Replies are read by :mod:`searchtome.generate.replies` (strictness levels, size and count
+caps). A reply that cannot be used (empty, cut off, not JSON, wrong shape, no questions, too
+large) gets one repair attempt; if that fails too the unit is recorded as failed with its reason
+and the build goes on. A reply is screened before it is cached, and a cached reply that cannot
+be used is asked again by a live build (``refresh``): a poisoned cache never blocks a rerun.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import unicodedata
@@ -32,6 +27,12 @@ from string import Template
 from typing import Any
 
 from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.generate.language import cjk_chars, language_problem
+
+# Reading replies moved to replies.py; its public names stay importable from here.
+from searchtome.generate.replies import STRICTNESS as STRICTNESS
+from searchtome.generate.replies import ParsedReply, parse_reply, question_cap, screen_reply
+from searchtome.generate.replies import clean_question as clean_question
 from searchtome.io import sha256_text
 from searchtome.llm.cache import CacheKey, ResponseCache
 from searchtome.llm.client import ChatClient, SamplingParams
@@ -42,7 +43,6 @@ log = logging.getLogger(__name__)
 DEFAULT_PROMPT = "questions-v1"
 FEWSHOT_PROMPT = "questions-v1-fewshot"
 DEFAULT_N_QUESTIONS = 6
-STRICTNESS = ("strict", "json", "lenient")
 _SECTION = re.compile(r"^\[(system|user|assistant|repair)\]\s*$")
 
 
@@ -136,154 +136,6 @@ def questions_for(text: str, n: int | str) -> int:
     return count
 
 
-# -- reading replies -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ParsedReply:
-    questions: tuple[str, ...]
-    error: str | None = None
-    note: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
-_MARKER = re.compile(
-    r"^\s*(?:(?:q(?:uestion)?\s*)?\d{1,3}\s*[.):\]-]|[-*•·–]|\(\d{1,3}\))\s*", re.I
-)
-_INLINE_NUMBER = re.compile(r"(?<=\?)\s+(?=(?:\d{1,3}[.)]|[-*•])\s)")
-_WS = re.compile(r"\s+")
-
-
-def clean_question(text: str) -> str:
-    """Strip list markers, wrapping quotes and extra whitespace."""
-    text = _WS.sub(" ", text).strip()
-    text = _MARKER.sub("", text, count=1).strip()
-    if len(text) >= 2 and text[0] in "\"'“‘" and text[-1] in "\"'”’":
-        text = text[1:-1].strip()
-    return text.rstrip(",").strip()
-
-
-def _json_candidates(content: str, scan: bool = True) -> list[Any]:
-    """JSON values found in a reply: fenced blocks, the whole reply, then (``scan``) the first
-    value that decodes somewhere inside it."""
-    found: list[Any] = []
-    for block in _FENCE.findall(content):
-        try:
-            found.append(json.loads(block))
-        except ValueError:
-            continue
-    decoder = json.JSONDecoder()
-    stripped = content.strip()
-    try:
-        found.append(json.loads(stripped))
-    except ValueError:
-        if not scan:
-            return found
-        for i, ch in enumerate(stripped):
-            if ch in "{[":
-                try:
-                    value, _ = decoder.raw_decode(stripped, i)
-                except ValueError:
-                    continue
-                found.append(value)
-                break
-    return found
-
-
-def _from_json(value: Any, strictness: str) -> list[str] | str:
-    """The question list inside a decoded JSON value, or the reason it has the wrong shape."""
-    items: Any = None
-    if isinstance(value, dict):
-        if "questions" in value:
-            items = value["questions"]
-        elif strictness != "strict":
-            keys = [k for k in value if isinstance(k, str) and k.lower().strip() == "questions"]
-            lists = [v for v in value.values() if isinstance(v, list)]
-            if keys:
-                items = value[keys[0]]
-            elif len(value) == 1 and len(lists) == 1:
-                items = lists[0]
-    elif isinstance(value, list) and strictness != "strict":
-        items = value
-    if not isinstance(items, list):
-        return 'wrong shape (expected {"questions": [...]})'
-    out = []
-    for item in items:
-        if isinstance(item, dict) and strictness != "strict":
-            item = item.get("question") or item.get("q")
-        if not isinstance(item, str):
-            return "wrong shape (questions must be strings)"
-        out.append(item)
-    return out
-
-
-_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(?=\s*[,\]])')
-
-
-def _salvage_json_list(content: str) -> list[str]:
-    """Complete string items of a JSON list that was cut off or otherwise broken."""
-    start = content.find("[")
-    if start < 0:
-        return []
-    out = []
-    for raw in _JSON_STRING.findall(content[start:]):
-        try:
-            out.append(json.loads(f'"{raw}"'))
-        except ValueError:
-            continue
-    return out
-
-
-def _from_lines(content: str) -> list[str]:
-    """Questions from a numbered/bulleted list or from lines that end in ``?``."""
-    text = _INLINE_NUMBER.sub("\n", content)
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    marked = [ln for ln in lines if _MARKER.match(ln)]
-    chosen = marked if marked else [ln for ln in lines if ln.strip().endswith("?")]
-    return [clean_question(ln) for ln in chosen]
-
-
-def parse_reply(
-    content: str | None, finish_reason: str | None, strictness: str = "json"
-) -> ParsedReply:
-    """Read a model's reply into questions, or say why it cannot be used."""
-    if strictness not in STRICTNESS:
-        raise unknown_name("strictness", strictness, STRICTNESS)
-    if content is None or not content.strip():
-        return ParsedReply((), "empty reply")
-    truncated = finish_reason == "length"
-    if truncated and strictness != "lenient":
-        return ParsedReply((), "reply cut off at the token limit")
-    reason = "not JSON"
-    for value in _json_candidates(content, scan=strictness != "strict"):
-        got = _from_json(value, strictness)
-        if isinstance(got, str):
-            reason = got
-            continue
-        questions = tuple(q for q in (clean_question(x) for x in got) if q)
-        if not questions:
-            return ParsedReply((), "no questions in the reply")
-        return ParsedReply(questions)
-    if strictness != "lenient":
-        return ParsedReply((), reason)
-    items = [q for q in (clean_question(x) for x in _salvage_json_list(content)) if q]
-    if items:
-        note = "broken JSON; kept its complete items" if not truncated else None
-    else:
-        items = [q for q in _from_lines(content) if q]
-        note = None
-    if truncated and items:
-        # The last item may be cut mid-sentence: keep only complete ones.
-        if not items[-1].endswith("?"):
-            items = items[:-1]
-        note = "reply cut off at the token limit; kept its complete items"
-    if not items:
-        return ParsedReply((), "reply cut off at the token limit" if truncated else reason)
-    return ParsedReply(tuple(items), note=note)
-
-
 # -- filters ------------------------------------------------------------------------------------
 _SELF_REF = re.compile(
     r"\b(?:the|this|that|these|given) (?:passage|text|excerpt|paragraph|article|author)s?\b", re.I
@@ -308,20 +160,40 @@ class FilterConfig:
     copy_fraction: float = 0.8  # …covering at least this share of the question
     drop_title_leakage: bool = False
     drop_self_reference: bool = False
+    check_language: bool = True  # drop questions in another language than their passage
 
     def to_dict(self) -> dict[str, Any]:
+        """The manifest's record. ``check_language`` is recorded only when turned off, so a
+        build's manifest (and its bytes) stays what it was before the check existed."""
         from dataclasses import asdict
 
-        return asdict(self)
+        out = asdict(self)
+        if out["check_language"]:
+            del out["check_language"]
+        return out
+
+
+# What ends a question: "?" and its full-width, Arabic, Ethiopic and Armenian forms.
+QUESTION_MARKS = ("?", "？", "؟", "፧", "՞")
+
+
+def _tokens(text: str) -> list[str]:
+    """Words of ``normalise(text)``, Han and kana runs cut into characters (no spaces there)."""
+    out: list[str] = []
+    for word in normalise(text).split():
+        out += list(word) if not word.isascii() and cjk_chars(word) else [word]
+    return out
 
 
 def is_copy(question: str, text: str, cfg: FilterConfig) -> bool:
-    q = normalise(question).split()
-    t = normalise(text).split()
-    if len(q) < cfg.copy_min_words or not t:
+    q = _tokens(question)
+    t = _tokens(text)
+    if not q or not t:
         return False
     match = SequenceMatcher(None, q, t, autojunk=False).find_longest_match(0, len(q), 0, len(t))
-    return match.size >= cfg.copy_min_words and match.size >= cfg.copy_fraction * len(q)
+    # A question shorter than copy_min_words is a copy when the passage holds all of it.
+    need = min(cfg.copy_min_words, len(q))
+    return match.size >= need and match.size >= cfg.copy_fraction * len(q)
 
 
 def leaks_title(question: str, title: str) -> bool:
@@ -333,12 +205,17 @@ def question_problem(
     question: str, unit_text: str, cfg: FilterConfig, leaf_title: str | None = None
 ) -> str | None:
     """Why ``question`` should be dropped (``None`` to keep it); duplicates are checked apart."""
-    if cfg.require_question_mark and not question.rstrip().endswith("?"):
+    if cfg.require_question_mark and not question.rstrip().endswith(QUESTION_MARKS):
         return "not a question"
-    if len(question) < cfg.min_chars or len(normalise(question).split()) < cfg.min_words:
+    # Han and kana are written without spaces and carry about a word per character.
+    cjk = 0 if question.isascii() else cjk_chars(question)
+    words = len(normalise(question).split()) + cjk
+    if len(question) + 2 * cjk < cfg.min_chars or words < cfg.min_words:
         return "too short"
     if len(question) > cfg.max_chars:
         return "too long"
+    if cfg.check_language and language_problem(question, unit_text):
+        return "not in the passage's language"
     if is_copy(question, unit_text, cfg):
         return "copies the unit text"
     if cfg.drop_self_reference and _SELF_REF.search(question):
@@ -429,7 +306,8 @@ class QuestionGenerator:
     ``client=None`` replays the cache only: a missing reply is an error, never a request.
     ``model`` is the cache-key label (see :mod:`searchtome.llm.cache`); cached replies match
     whichever endpoint gave them. ``host`` is recorded for a reply that names no endpoint;
-    ``prefer_hosts`` picks among an older cache's conflicting replies.
+    ``prefer_hosts`` picks among an older cache's conflicting replies. Units in ``refresh`` are
+    asked again whatever the cache holds (their cached replies could not be used).
     """
 
     def __init__(
@@ -442,8 +320,10 @@ class QuestionGenerator:
         model: str,
         sampling: SamplingParams,
         prefer_hosts: Sequence[str] = (),
+        refresh: Iterable[str] = (),
     ) -> None:
         self.config = config
+        self.refresh = frozenset(refresh)
         self.prefer_hosts = tuple(prefer_hosts)
         self.cache = cache
         self.client = client
@@ -465,23 +345,39 @@ class QuestionGenerator:
     async def _ask(
         self, unit_id: str, messages: Sequence[Mapping[str, str]]
     ) -> tuple[str | None, str | None, str | None, bool]:
-        """``(content, finish_reason, error, sent)`` from the cache or the endpoint."""
+        """``(content, finish_reason, error, sent)`` from the cache or the endpoint (the cache is
+        skipped for a unit in ``refresh``: its cached replies could not be used)."""
         key = self._key(messages)
-        hit = self.cache.get(key, prefer_hosts=self.prefer_hosts)
-        if hit is not None:
-            self.used_hosts.add(hit.host)
-            return hit.content, hit.finish_reason, None, False
+        if unit_id not in self.refresh:
+            hit = self.cache.get(key, prefer_hosts=self.prefer_hosts)
+            if hit is not None:
+                self.used_hosts.add(hit.host)
+                return hit.content, hit.finish_reason, None, False
         if self.client is None:
             self.missing.append(unit_id)
             return None, None, "not in the cache (replay mode)", False
         result = await self.client.complete(messages, self.sampling, key=unit_id)
         if not result.ok:
             return None, None, f"request failed: {result.error}", True
+        # Screened before it is cached: an 8 MB or non-Unicode reply is stored as a refusal.
+        content, finish, served = screen_reply(
+            result.content, result.finish_reason, result.served_model
+        )
         # Commit before anything else: from here on this reply survives a kill.
         host = result.host or self.host
-        self.cache.put(key, result.content, result.finish_reason, result.served_model, host)
+        self.cache.put(key, content, finish, served, host)
         self.used_hosts.add(host)
-        return result.content, result.finish_reason, None, True
+        return content, finish, None, True
+
+    def _read(self, content: str | None, finish: str | None, n: int) -> ParsedReply:
+        """The reply's questions or why it is unusable; a reply never stops the build."""
+        try:
+            return parse_reply(content, finish, self.config.strictness, question_cap(n))
+        except SearchTomeError:
+            raise  # a bad --strictness: the configuration, not the reply
+        except Exception as exc:  # the reply is hostile input: fail its unit only
+            log.debug("unreadable reply", exc_info=True)
+            return ParsedReply((), f"unreadable reply ({type(exc).__name__})")
 
     async def generate_unit(self, unit: Unit) -> UnitOutcome:
         cfg = self.config
@@ -491,7 +387,7 @@ class QuestionGenerator:
         requests = int(sent)
         if error:
             return UnitOutcome(unit.unit_id, n, error=error, requests=requests)
-        parsed = parse_reply(content, finish, cfg.strictness)
+        parsed = self._read(content, finish, n)
         if parsed.ok:
             return UnitOutcome(
                 unit.unit_id, n, parsed.questions, requests=requests, note=parsed.note
@@ -504,7 +400,7 @@ class QuestionGenerator:
         requests += int(sent)
         if error:
             return UnitOutcome(unit.unit_id, n, error=error, requests=requests, repaired=True)
-        parsed = parse_reply(content, finish, cfg.strictness)
+        parsed = self._read(content, finish, n)
         if parsed.ok:
             return UnitOutcome(
                 unit.unit_id,

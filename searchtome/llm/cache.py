@@ -27,7 +27,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,19 @@ class CachedReply:
     finish_reason: str | None
     served_model: str | None
     host: str
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One row as :meth:`ResponseCache.scan` gives it (``content`` ``None`` when too long)."""
+
+    key: str
+    model: str
+    host: str
+    prompt_version: str
+    length: int | None
+    content: str | None
+    finish_reason: str | None
 
 
 class ResponseCache:
@@ -193,6 +206,28 @@ class ResponseCache:
         """Hashes of the messages of every stored reply (tests use it to check resumption)."""
         with self._lock:
             return {r[0] for r in self._db.execute("SELECT request_hash FROM responses")}
+
+    def scan(self, max_chars: int) -> Iterator[CacheEntry]:
+        """Every row, in key order, without loading a content over ``max_chars`` characters (its
+        length is given instead): ``cache check`` on a cache poisoned with 8 MB replies stays
+        small."""
+        query = (
+            "SELECT key, model, host, prompt_version, length(content), "
+            "CASE WHEN length(content) <= ? THEN content END, finish_reason "
+            "FROM responses ORDER BY key"
+        )
+        with self._lock:
+            cursor = self._db.execute(query, (max_chars,))
+            while batch := cursor.fetchmany(500):
+                yield from (CacheEntry(*row) for row in batch)
+
+    def delete(self, keys: Iterable[str]) -> int:
+        """Remove the rows with these keys (one transaction); returns how many went."""
+        keys = list(keys)
+        with self._lock, self._db:
+            before = self._db.total_changes
+            self._db.executemany("DELETE FROM responses WHERE key=?", ((k,) for k in keys))
+            return self._db.total_changes - before
 
     def close(self) -> None:
         with self._lock:

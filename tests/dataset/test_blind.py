@@ -109,10 +109,17 @@ def test_blind_release_of_a_built_dataset(tiny_dataset: Path, tmp_path: Path) ->
     public, private = tmp_path / "pub", tmp_path / "priv"
     make_blind(tiny_dataset, public, private, "test")
     check_no_gold(tiny_dataset, public, "test")
-    # Same data, same ids: a second release is byte-identical.
-    make_blind(tiny_dataset, tmp_path / "pub2", tmp_path / "priv2", "test")
+    # Rewriting a release into its private folder reuses its secret key: byte-identical.
+    make_blind(tiny_dataset, tmp_path / "pub2", private, "test")
     for path in public.rglob("*.parquet"):
         assert path.read_bytes() == (tmp_path / "pub2" / path.relative_to(public)).read_bytes()
+    # A new release of the same data gets a new random key: ids are not a function of the data.
+    make_blind(tiny_dataset, tmp_path / "pub3", tmp_path / "priv3", "test")
+    ids = {r["query_id"] for r in pq.read_table(public / "queries/test.parquet").to_pylist()}
+    other = {
+        r["query_id"] for r in pq.read_table(tmp_path / "pub3/queries/test.parquet").to_pylist()
+    }
+    assert ids and not ids & other
     with pytest.raises(SearchTomeError, match="already a blind release"):
         make_blind(public, tmp_path / "x", tmp_path / "y", "test")
     with pytest.raises(SearchTomeError, match="inside the public one"):

@@ -298,7 +298,8 @@ def test_blind_publish_uploads_the_public_half_and_keeps_the_gold_local(
     assert "qrels/test.parquet" not in uploaded and "units.parquet" not in uploaded
     # Exactly the public half that make_blind writes (the publish merges the card, and the
     # manifest records the card's new hash).
-    expected = make_blind(data, tmp_path / "pub", tmp_path / "priv", "test").public
+    # (written into the held-back folder, whose secret key it reuses: the same ids)
+    expected = make_blind(data, tmp_path / "pub", held, "test").public
     merged = ("README.md", "manifest.json")
     assert {k: v for k, v in uploaded.items() if k not in merged} == {
         k: v for k, v in _snapshot(expected).items() if k not in merged
