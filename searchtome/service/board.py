@@ -118,11 +118,11 @@ def _rows(board: Scoreboard, ranked: list[Run], settings: ServerSettings) -> lis
         delta = {}
         for m in MAIN_MEASURES:
             t = tests.get((r.key, m))
-            if t is not None:
+            if t is not None:  # the test's a is the top run: turn top - run into run - top
                 delta[m] = {
-                    "diff": t.diff,
-                    "ci_low": t.ci_low,
-                    "ci_high": t.ci_high,
+                    "diff": -t.diff,
+                    "ci_low": -t.ci_high,
+                    "ci_high": -t.ci_low,
                     "p_adjusted": t.p_adjusted,
                     "significant": bool(t.significant),
                 }
