@@ -318,7 +318,7 @@ def postgres() -> Iterator[str]:
             "fsync=off",
         ],
         stdout=subprocess.DEVNULL,
-        stderr=open(data / "log", "wb"),
+        stderr=open(data / "log", "wb"),  # noqa: SIM115 (kept open by the server process)
         start_new_session=True,
     )
     url = f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"

@@ -36,7 +36,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_submit_wait_prints_the_public_score(served, capsys) -> None:
-    server, home, private, tokens, root = served
+    server, _home, private, tokens, root = served
     folder = submission(root / "perfect", private, "perfect")
     code = main(
         [
@@ -57,7 +57,7 @@ def test_submit_wait_prints_the_public_score(served, capsys) -> None:
 
 
 def test_the_leaderboard_ranks_runs_and_tests_them_against_the_top(served) -> None:
-    server, home, private, tokens, root = served
+    server, _home, private, tokens, root = served
     half = submission(root / "half", private, "half", right=0.5, gz=True)
     code = main(
         [
@@ -74,7 +74,7 @@ def test_the_leaderboard_ranks_runs_and_tests_them_against_the_top(served) -> No
         ]
     )
     assert code == 0
-    status, board, headers = get(server.url + "/api/leaderboard")
+    status, board, _headers = get(server.url + "/api/leaderboard")
     assert status == 200
     rows = board["public"]["rows"]
     assert [r["system"] for r in rows][:1] == ["perfect"]
@@ -88,10 +88,10 @@ def test_the_leaderboard_ranks_runs_and_tests_them_against_the_top(served) -> No
 
 
 def test_nothing_identifies_which_queries_were_right(served) -> None:
-    server, home, private, tokens, root = served
+    server, _home, private, tokens, _root = served
     query_ids = {q.query_id for q in load_private_queries(private)}
     texts = [get(server.url + "/api/leaderboard")[1], get(server.url + "/")[1]]
-    status, sub_list, _ = get(server.url + "/api/leaderboard")
+    _status, sub_list, _ = get(server.url + "/api/leaderboard")
     run_id = sub_list["public"]["rows"][0]["id"]
     texts.append(get(f"{server.url}/api/submissions/{run_id}", tokens["alpha"])[1])
     for text in map(json.dumps, texts):
@@ -111,7 +111,7 @@ def test_pages_have_a_strict_csp_and_no_cookies(served) -> None:
 
 
 def test_errors_are_one_json_line(served) -> None:
-    server, home, private, tokens, root = served
+    server, _home, _private, tokens, _root = served
     cases = [
         ({}, 401),  # no token
         ({"Authorization": "Bearer st_1_" + "x" * 40}, 401),  # wrong secret
@@ -130,7 +130,7 @@ def test_errors_are_one_json_line(served) -> None:
 def test_a_rejected_upload_exits_non_zero_with_the_validators_line(
     served, tmp_path, capsys
 ) -> None:
-    server, home, private, tokens, root = served
+    server, _home, private, tokens, _root = served
     folder = submission(tmp_path / "dup", private, "dup")
     lines = (folder / "predictions.jsonl").read_text().splitlines()
     (folder / "predictions.jsonl").write_text("\n".join([lines[0], *lines]) + "\n")
@@ -175,7 +175,7 @@ def test_final_runs_are_capped_and_private_scores_wait_for_reveal(served) -> Non
 
 
 def test_quota_is_per_team_and_day(served) -> None:
-    server, home, private, tokens, root = served
+    server, _home, private, tokens, root = served
     folder = submission(root / "quota", private, "quota")
     preds, meta = (folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes()
     statuses = [upload(server.url, tokens["beta"], preds, meta)[0] for _ in range(3)]
