@@ -354,6 +354,14 @@ async def on_http(request: Request, exc: Exception) -> Response:
     return error(exc.status_code, exc.detail or "error")
 
 
+async def on_database(request: Request, exc: Exception) -> Response:
+    log.error("database error on %s: %s", request.url.path, one_line(exc))
+    if is_full(exc):
+        return error(507, f"the server's database is full ({one_line(exc)}); tell the organisers")
+    what = "busy" if is_busy(exc) else "unavailable"
+    return error(503, f"the server's database is {what} ({one_line(exc)}); retry in a minute")
+
+
 async def on_crash(request: Request, exc: Exception) -> Response:
     log.exception("unexpected error on %s", request.url.path)
     return error(500, "internal error; the organisers can see it in the server log")
@@ -388,7 +396,12 @@ def create_app(home: Home | None = None) -> Starlette:
             Route("/api/submissions/{public_id:str}", get_submission),
             Route("/api/submissions/{public_id:str}/final", post_final, methods=["POST"]),
         ],
-        exception_handlers={Refused: on_refused, HTTPException: on_http, Exception: on_crash},
+        exception_handlers={
+            Refused: on_refused,
+            HTTPException: on_http,
+            sa.exc.OperationalError: on_database,
+            Exception: on_crash,
+        },
     )
     app.state.service = service
     app.add_middleware(RateLimited, service=service)

@@ -14,8 +14,9 @@ caller turns into one line.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from searchtome.errors import SearchTomeError
 
+IMMEDIATE = "searchtome_immediate"
 metadata = sa.MetaData()
 
 schema_version = sa.Table(
@@ -108,7 +110,21 @@ def _sqlite_setup(engine: Engine, busy_timeout_ms: int) -> None:
 
     @sa.event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        immediate = conn.get_execution_options().get(IMMEDIATE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+@contextlib.contextmanager
+def write(engine: Engine) -> Iterator[Connection]:
+    """A transaction that writes: on SQLite it takes the write lock at once (BEGIN IMMEDIATE).
+
+    Readers use plain ``engine.connect()`` and a deferred BEGIN, so they never wait for a writer
+    (WAL) and never deadlock upgrading to a writer.
+    """
+    with engine.connect() as conn:
+        conn.execution_options(**{IMMEDIATE: True})
+        with conn.begin():
+            yield conn
 
 
 def make_engine(url: str, busy_timeout_ms: int = 5000) -> Engine:
@@ -134,12 +150,12 @@ def current_version(conn: Connection) -> int:
 
 def migrate(engine: Engine) -> int:
     """Apply the missing migrations in one transaction each; returns the new version."""
-    with engine.begin() as conn:
+    with write(engine) as conn:
         if not sa.inspect(conn).has_table("schema_version"):
             metadata.create_all(conn, tables=[schema_version])
             conn.execute(schema_version.insert().values(version=0))
     while True:
-        with engine.begin() as conn:
+        with write(engine) as conn:
             version = current_version(conn)
             if version >= SCHEMA_VERSION:
                 break

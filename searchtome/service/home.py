@@ -110,7 +110,7 @@ def init_home(
         raise SearchTomeError(f"{home}: already a server home; use another --home")
     pub, priv = Path(public), Path(private)
     split = _check_halves(pub, priv)
-    fraction = float(options.get("private_fraction", 0.0))
+    fraction = float(options.get("private_fraction") or 0.0)
     if not 0.0 <= fraction < 1.0:
         raise SearchTomeError(f"--private-fraction {fraction}: must be at least 0 and below 1")
     home.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from searchtome.errors import SearchTomeError, unknown_name
-from searchtome.service.db import flags, quota, submissions, teams
+from searchtome.service.db import flags, quota, submissions, teams, write
 
 MAX_ATTEMPTS = 2  # a job whose worker died is retried once
 TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -50,7 +50,7 @@ def add_team(engine: Engine, name: str) -> str:
             "letter or digit"
         )
     secret = secrets.token_urlsafe(32)
-    with engine.begin() as conn:
+    with write(engine) as conn:
         if conn.execute(sa.select(teams.c.id).where(teams.c.name == name)).first():
             raise SearchTomeError(f"team {name!r} exists; revoke it or choose another name")
         result = conn.execute(
@@ -61,7 +61,7 @@ def add_team(engine: Engine, name: str) -> str:
 
 
 def revoke_team(engine: Engine, name: str) -> None:
-    with engine.begin() as conn:
+    with write(engine) as conn:
         done = conn.execute(
             teams.update()
             .where(teams.c.name == name, teams.c.revoked_at.is_(None))
@@ -147,7 +147,7 @@ def enqueue(
     now = time.time()
     day = utc_day(now)
     public_id = secrets.token_hex(8)
-    with engine.begin() as conn:
+    with write(engine) as conn:
         _ensure_quota_row(conn, team.id, day)
         taken = conn.execute(
             quota.update()
@@ -210,9 +210,9 @@ def requeue_expired(conn: Connection, now: float) -> None:
 def claim(engine: Engine, worker: str, lease_seconds: float) -> Job | None:
     """Take the oldest queued job, or ``None``; expired leases are put back first."""
     now = time.time()
-    with engine.begin() as conn:
+    with write(engine) as conn:
         requeue_expired(conn, now)
-    with engine.begin() as conn:
+    with write(engine) as conn:
         ids = conn.execute(
             sa.select(submissions.c.id)
             .where(submissions.c.state == "queued")
@@ -254,7 +254,7 @@ def _mine(job: Job, worker: str) -> Any:
 
 
 def heartbeat(engine: Engine, job: Job, worker: str, lease_seconds: float) -> bool:
-    with engine.begin() as conn:
+    with write(engine) as conn:
         done = conn.execute(
             submissions.update()
             .where(_mine(job, worker))
@@ -277,7 +277,7 @@ def finish(
         values.update(state="scored", scores=scores, times_scored=submissions.c.times_scored + 1)
     else:
         values.update(state="rejected", error=error)
-    with engine.begin() as conn:
+    with write(engine) as conn:
         done = conn.execute(submissions.update().where(_mine(job, worker)).values(**values))
     return done.rowcount == 1
 
@@ -290,7 +290,7 @@ def get_flag(conn: Connection, name: str) -> str | None:
 
 
 def set_flag(engine: Engine, name: str, value: str) -> None:
-    with engine.begin() as conn:
+    with write(engine) as conn:
         conn.execute(flags.delete().where(flags.c.name == name))
         conn.execute(flags.insert().values(name=name, value=value))
 
@@ -339,7 +339,10 @@ def scored_rows(conn: Connection) -> list[Any]:
 
 
 def mark_final(engine: Engine, team: Team, public_id: str, final: bool, max_final: int) -> None:
-    with engine.begin() as conn:
+    with write(engine) as conn:
+        # Lock the team's row (PostgreSQL; SQLite's write lock covers it): two marks racing at
+        # the cap are counted one after the other.
+        conn.execute(sa.select(teams.c.id).where(teams.c.id == team.id).with_for_update())
         row = conn.execute(
             sa.select(submissions.c.id, submissions.c.state).where(
                 submissions.c.public_id == public_id, submissions.c.team_id == team.id
