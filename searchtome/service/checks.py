@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from searchtome.metrics.structure import STRUCTURE_MEASURES
 from searchtome.submissions import Limits, ValidationReport, validate_submission
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES
 
+log = logging.getLogger(__name__)
 FOLDER = "submission"
 STORED_MEASURES = (*MAIN_MEASURES, *STRUCTURE_MEASURES)
 
@@ -72,7 +74,17 @@ def first_error(report: ValidationReport, folder: Path) -> str | None:
 def validate(
     folder: Path, dataset: Dataset, split: str, limits: Limits
 ) -> tuple[ValidationReport, str | None]:
-    report = validate_submission(folder, dataset, split, limits=limits)
+    try:
+        report = validate_submission(folder, dataset, split, limits=limits)
+    except (RecursionError, OverflowError, ValueError, TypeError, MemoryError) as exc:
+        # Content the validator did not expect (deep nesting, 10**400 as a score: the
+        # hostile-inputs issue) is refused here, and the process goes on serving.
+        log.warning("validator raised on an upload: %r", exc)
+        kind = "JSON nested too deeply" if isinstance(exc, RecursionError) else "unreadable value"
+        return ValidationReport(folder, "unnamed", split, "jsonl", []), (
+            f"{FOLDER}: {kind} ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+            "predictions are flat objects of strings and finite numbers (docs/submissions.md)"
+        )
     return report, first_error(report, folder)
 
 

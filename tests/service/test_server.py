@@ -175,11 +175,40 @@ def test_final_runs_are_capped_and_private_scores_wait_for_reveal(served) -> Non
 
 
 def test_quota_is_per_team_and_day(served) -> None:
-    server, _home, private, tokens, root = served
+    server, home, private, _tokens, root = served
     folder = submission(root / "quota", private, "quota")
     preds, meta = (folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes()
-    statuses = [upload(server.url, tokens["beta"], preds, meta)[0] for _ in range(3)]
-    # beta had 1 accepted upload; the limit is 3 a day
-    assert statuses == [202, 202, 429]
-    # alpha has 2 accepted (the rejected upload was not counted): one more, then no more
-    assert [upload(server.url, tokens["alpha"], preds, meta)[0] for _ in range(2)] == [202, 429]
+    first, second = add_team(home, "quota-a"), add_team(home, "quota-b")
+    bad = b"not json\n"
+    assert upload(server.url, first, bad, meta)[0] == 422  # a rejected upload is not counted
+    assert [upload(server.url, first, preds, meta)[0] for _ in range(4)] == [202, 202, 202, 429]
+    assert upload(server.url, second, preds, meta)[0] == 202  # another team's quota
+
+
+def race(url: str, token: str, preds: bytes, meta: bytes, n: int = 2) -> list[int]:
+    """``n`` uploads released at the same instant; their HTTP statuses."""
+    import threading
+
+    barrier = threading.Barrier(n)
+    statuses: list[int] = []
+
+    def one() -> None:
+        barrier.wait()
+        statuses.append(upload(url, token, preds, meta)[0])
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(statuses)
+
+
+def test_two_uploads_racing_at_quota_minus_one_accept_exactly_one(served) -> None:
+    server, home, private, _tokens, root = served
+    folder = submission(root / "race", private, "race")
+    preds, meta = (folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes()
+    for i in range(3):
+        token = add_team(home, f"racer{i}")
+        assert [upload(server.url, token, preds, meta)[0] for _ in range(2)] == [202, 202]
+        assert race(server.url, token, preds, meta) == [202, 429]  # limit 3
