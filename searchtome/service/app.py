@@ -390,6 +390,7 @@ def create_app(home: Home | None = None) -> Starlette:
             Route("/", index),
             Route("/static/app.js", _static("app.js", "text/javascript")),
             Route("/static/app.css", _static("app.css", "text/css")),
+            Route("/favicon.ico", lambda request: Response(status_code=204)),
             Route("/api/health", health),
             Route("/api/leaderboard", get_leaderboard),
             Route("/api/submissions", post_submission, methods=["POST"]),
