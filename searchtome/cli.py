@@ -36,6 +36,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "searchtome.commands.tune",  # tune
     "searchtome.commands.ls",  # ls
     "searchtome.commands.demo",  # demo
+    "searchtome.commands.server",  # server
+    "searchtome.commands.submit",  # submit
 )
 
 

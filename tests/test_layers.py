@@ -9,8 +9,9 @@ function to dodge a cycle is still a cycle. The layers, lowest first::
     3 generate, metrics
     4 submissions
     5 baselines, leaderboard, integrations (never each other)
-    6 commands                      (the only layer that builds argparse parsers)
-    7 searchtome (the facade), searchtome.cli, searchtome.__main__
+    6 service                       (the scoring service: uses submissions, metrics, leaderboard)
+    7 commands                      (the only layer that builds argparse parsers)
+    8 searchtome (the facade), searchtome.cli, searchtome.__main__
 
 A module may import its own package and anything on a lower layer, never a sibling package on
 its own layer or anything above it.
@@ -45,12 +46,13 @@ LAYERS: dict[str, int] = {
     "baselines": 5,
     "leaderboard": 5,
     "integrations": 5,
-    "commands": 6,
-    "cli": 7,
-    "__main__": 7,
-    "": 7,  # the package facade, searchtome/__init__.py
-    "mteb": 7,  # searchtome.mteb / searchtome.ir_datasets: facades over integrations/
-    "ir_datasets": 7,
+    "service": 6,
+    "commands": 7,
+    "cli": 8,
+    "__main__": 8,
+    "": 8,  # the package facade, searchtome/__init__.py
+    "mteb": 8,  # searchtome.mteb / searchtome.ir_datasets: facades over integrations/
+    "ir_datasets": 8,
 }
 ARGPARSE_LAYERS = {"commands", "cli", "__main__"}
 

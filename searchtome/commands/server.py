@@ -1,0 +1,200 @@
+"""``searchtome server``: run a scoring service for a blind release (see docs/server.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from searchtome.errors import SearchTomeError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``searchtome server init|add-team|revoke|list|run|worker|reveal``."""
+    p = subparsers.add_parser(
+        "server",
+        help="a scoring service for a blind release (organiser side)",
+        description=(
+            "Score uploaded runs against the private half of a blind release and rank them on "
+            "a web leaderboard. Admin actions are these commands, run on the server host."
+        ),
+    )
+    sub = p.add_subparsers(dest="server_command", metavar="ACTION", required=True)
+    home = argparse.ArgumentParser(add_help=False)
+    home.add_argument("--home", required=True, metavar="SRV", help="the server's folder")
+
+    init = sub.add_parser("init", parents=[home], help="create SRV from a blind release's halves")
+    init.add_argument("--public", required=True, help="public half (publish/build/import --blind)")
+    init.add_argument("--private", required=True, help="private half (copied into SRV)")
+    init.add_argument(
+        "--db",
+        help="database URL (default: sqlite:///SRV/server.db); e.g. "
+        "postgresql+psycopg://USER:PASSWORD@HOST/NAME",
+    )
+    init.add_argument("--daily-limit", type=int, help="accepted uploads per team and UTC day (5)")
+    init.add_argument(
+        "--private-fraction",
+        type=float,
+        help="share of test queries scored in secret until `server reveal` (0)",
+    )
+    init.add_argument("--max-final", type=int, help="final runs a team may mark (2)")
+    init.add_argument("--upload-max-mb", type=float, help="largest upload in MiB (64)")
+    init.add_argument(
+        "--lease-seconds", type=float, help="seconds before a silent worker's job is retried (120)"
+    )
+    init.add_argument("--permutations", type=int, help="randomization-test permutations (2000)")
+    init.set_defaults(func=_init)
+
+    add = sub.add_parser("add-team", parents=[home], help="create a team; prints its token once")
+    add.add_argument("name")
+    add.set_defaults(func=_add_team)
+    revoke = sub.add_parser(
+        "revoke", parents=[home], help="revoke a team's token and hide its runs"
+    )
+    revoke.add_argument("name")
+    revoke.set_defaults(func=_revoke)
+    sub.add_parser("list", parents=[home], help="teams and their submissions").set_defaults(
+        func=_list
+    )
+
+    run = sub.add_parser("run", parents=[home], help="serve the leaderboard and score uploads")
+    run.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    run.add_argument("--port", type=int, default=8000, help="port (8000)")
+    run.add_argument("--workers", type=int, default=1, help="scoring worker processes (1)")
+    run.add_argument("--web", type=int, default=1, help="web processes (1)")
+    run.set_defaults(func=_run)
+    worker = sub.add_parser("worker", parents=[home], help="one scoring worker alone")
+    worker.add_argument("--once", action="store_true", help="stop when the queue is empty")
+    worker.set_defaults(func=_worker)
+    reveal = sub.add_parser("reveal", parents=[home], help="show the private part's scores")
+    reveal.add_argument("--undo", action="store_true", help="hide them again")
+    reveal.set_defaults(func=_reveal)
+
+
+def _engine(args: argparse.Namespace):
+    from searchtome.service.db import check_version, make_engine
+    from searchtome.service.home import open_home
+
+    home = open_home(args.home)
+    engine = make_engine(home.settings.db, home.settings.busy_timeout_ms)
+    check_version(engine, args.home)
+    return engine
+
+
+def _init(args: argparse.Namespace) -> int:
+    from searchtome.service.home import init_home
+
+    mb = args.upload_max_mb
+    home = init_home(
+        args.home,
+        args.public,
+        args.private,
+        db=args.db,
+        daily_limit=args.daily_limit,
+        private_fraction=args.private_fraction,
+        max_final=args.max_final,
+        upload_max_bytes=None if mb is None else int(mb * (1 << 20)),
+        lease_seconds=args.lease_seconds,
+        permutations=args.permutations,
+    )
+    s = home.settings
+    print(
+        f"{home.root}: server home ready ({s.split} split, {s.daily_limit} uploads/team/day, "
+        f"private fraction {s.private_fraction}); next: searchtome server add-team --home "
+        f"{home.root} NAME"
+    )
+    return 0
+
+
+def _add_team(args: argparse.Namespace) -> int:
+    from searchtome.service.store import add_team
+
+    token = add_team(_engine(args), args.name)
+    print(token)
+    import sys
+
+    print(
+        f"team {args.name!r} added; the token above is shown once: hand it to the team",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    from searchtome.service.store import revoke_team
+
+    revoke_team(_engine(args), args.name)
+    print(f"team {args.name!r} revoked: its token no longer works and its runs are hidden")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    import time
+
+    from searchtome.service.store import list_teams
+
+    rows = list_teams(_engine(args))
+    print(f"{'team':<24} {'created (UTC)':<17} {'status':<8} submissions")
+    for r in rows:
+        created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_at"]))
+        status = "revoked" if r["revoked_at"] else "active"
+        print(f"{r['name']:<24} {created:<17} {status:<8} {r['submissions']}")
+    return 0
+
+
+def _reveal(args: argparse.Namespace) -> int:
+    from searchtome.service.store import REVEALED, set_flag
+
+    set_flag(_engine(args), REVEALED, "no" if args.undo else "yes")
+    print("private scores hidden" if args.undo else "private scores revealed on the leaderboard")
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from searchtome.service.home import open_home
+    from searchtome.service.worker import Worker
+
+    Worker(open_home(args.home)).serve(once=args.once)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+    import sys
+
+    import uvicorn
+
+    from searchtome.service.app import create_app
+    from searchtome.service.home import HOME_ENV, open_home
+
+    if args.workers < 0 or args.web < 1:
+        raise SearchTomeError("--workers must be 0 or more and --web 1 or more")
+    home = open_home(args.home)
+    _engine(args)
+    env = {**os.environ, HOME_ENV: str(home.root.resolve())}
+    command = [sys.executable, "-m", "searchtome", "server", "worker", "--home", str(home.root)]
+    workers = [subprocess.Popen(command, env=env) for _ in range(args.workers)]
+    print(
+        f"searchtome server: http://{args.host}:{args.port} ({args.web} web, "
+        f"{args.workers} scoring workers)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        if args.web == 1:
+            uvicorn.run(create_app(home), host=args.host, port=args.port, log_level="warning")
+        else:
+            os.environ[HOME_ENV] = env[HOME_ENV]
+            uvicorn.run(
+                "searchtome.service.app:create_app",
+                factory=True,
+                host=args.host,
+                port=args.port,
+                workers=args.web,
+                log_level="warning",
+            )
+    finally:
+        for w in workers:
+            w.terminate()
+        for w in workers:
+            w.wait(timeout=30)
+    return 0

@@ -1,0 +1,8 @@
+"""The scoring service for blind test sets: ``searchtome server ...`` and ``searchtome submit``.
+
+``home`` (the server folder and its settings), ``db`` (tables, versioned schema, engines),
+``store`` (teams, quota, the queue's state machine), ``checks`` (validation and per-query scores
+with the project's validator and scorer), ``worker`` (the scoring process), ``board`` (the
+leaderboard from stored scores, with the leaderboard package's significance tests), ``app`` (the
+Starlette application), ``client`` (``submit``). See docs/server.md.
+"""

@@ -1,0 +1,206 @@
+"""The service's leaderboard, from the stored per-query values of every scored run.
+
+Nothing is re-implemented: each scope (the public part of the test queries; after ``server
+reveal`` also the private part) is a :class:`~searchtome.leaderboard.scoring.Scoreboard`
+restricted to its queries, so the aggregates are the leaderboard's macro means over domains, and
+every run is tested against the top one with :func:`~searchtome.leaderboard.significance.compare`
+(paired randomization test, Holm-corrected, bootstrap CI of the difference), as the static page
+does. Only aggregates leave this module: no per-query value, no query id.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from searchtome.dataset.loader import Dataset
+from searchtome.leaderboard.comparison import OVERALL
+from searchtome.leaderboard.results import MAIN_MEASURES
+from searchtome.leaderboard.scoring import QueryTable, Scoreboard, SystemScores
+from searchtome.leaderboard.significance import compare
+from searchtome.service.checks import STORED_MEASURES, unpack_scores
+from searchtome.service.home import ServerSettings, private_queries
+
+SHOWN_META = ("description", "models", "url", "trained_on")
+
+
+@dataclass(frozen=True)
+class Run:
+    key: str
+    team: str
+    system: str
+    created_at: float
+    final: bool
+    values: dict[str, np.ndarray]
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Scopes:
+    """The sorted test query ids, their domains and the mask of the private ones."""
+
+    query_ids: list[str]
+    domains: np.ndarray
+    private: np.ndarray  # bool
+
+    @classmethod
+    def of(cls, public: Dataset, settings: ServerSettings) -> Scopes:
+        queries = sorted(public.queries(settings.split), key=lambda q: q.query_id)
+        ids = [q.query_id for q in queries]
+        secret = private_queries(ids, settings.secret, settings.private_fraction)
+        return cls(
+            ids,
+            np.asarray([public.domain(q.book_id) for q in queries]),
+            np.asarray([q in secret for q in ids], dtype=bool),
+        )
+
+
+def runs_from_rows(rows: Sequence[Any]) -> list[Run]:
+    out = []
+    for r in rows:
+        values = unpack_scores(r.scores)
+        meta = json.loads(r.meta)
+        shown = {k: meta.get(k) for k in SHOWN_META if k in meta}
+        out.append(Run(r.public_id, r.team, r.system, r.created_at, bool(r.final), values, shown))
+    return out
+
+
+def _scoreboard(runs: Sequence[Run], scopes: Scopes, mask: np.ndarray) -> Scoreboard:
+    n = int(mask.sum())
+    ids = [q for q, keep in zip(scopes.query_ids, mask, strict=True) if keep]
+    table = QueryTable(
+        ids,
+        np.asarray([""] * n),
+        scopes.domains[mask],
+        [""] * n,
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
+    )
+    systems = [
+        SystemScores(
+            r.key,
+            {m: np.asarray(r.values[m], dtype=np.float64)[mask] for m in STORED_MEASURES},
+            np.asarray(r.values["answered"], dtype=bool)[mask],
+        )
+        for r in runs
+    ]
+    return Scoreboard(ids, list(MAIN_MEASURES), systems, table)
+
+
+def _ranked(board: Scoreboard, runs: Sequence[Run]) -> list[Run]:
+    def key(r: Run) -> tuple[Any, ...]:
+        agg = board.aggregate(r.key)
+        return (-agg["R@1"], -agg["R@3"], -agg["nDCG@3"], r.created_at, r.key)
+
+    return sorted(runs, key=key)
+
+
+def _rows(board: Scoreboard, ranked: list[Run], settings: ServerSettings) -> list[dict[str, Any]]:
+    tests: dict[tuple[str, str], Any] = {}
+    if len(ranked) > 1:
+        arrays = board.per_query_arrays(MAIN_MEASURES)
+        report = compare(
+            {r.key: arrays[r.key] for r in ranked},
+            measures=list(MAIN_MEASURES),
+            groups=board.groups(),
+            control=ranked[0].key,
+            permutations=settings.permutations,
+            bootstrap=settings.bootstrap,
+        )
+        tests = {(t.b, t.measure): t for t in report.tests if t.scope == OVERALL}
+    rows = []
+    for rank, r in enumerate(ranked, 1):
+        delta = {}
+        for m in MAIN_MEASURES:
+            t = tests.get((r.key, m))
+            if t is not None:  # the test's a is the top run: turn top - run into run - top
+                delta[m] = {
+                    "diff": -t.diff,
+                    "ci_low": -t.ci_high,
+                    "ci_high": -t.ci_low,
+                    "p_adjusted": t.p_adjusted,
+                    "significant": bool(t.significant),
+                }
+        rows.append(
+            {
+                "rank": rank,
+                "id": r.key,
+                "team": r.team,
+                "system": r.system,
+                "submitted": time.strftime("%Y-%m-%d %H:%M", time.gmtime(r.created_at)),
+                "final": r.final,
+                "aggregate": board.aggregate(r.key),
+                "per_domain": board.per_domain(r.key),
+                "delta_to_top": delta,
+                "meta": r.meta,
+            }
+        )
+    return rows
+
+
+def scope_board(
+    runs: Sequence[Run], scopes: Scopes, mask: np.ndarray, settings: ServerSettings
+) -> dict[str, Any]:
+    """One scope's table: ranked rows with aggregates and the tests against the top."""
+    out: dict[str, Any] = {"n_queries": int(mask.sum()), "rows": []}
+    if not runs or not mask.any():
+        return out
+    board = _scoreboard(runs, scopes, mask)
+    out["rows"] = _rows(board, _ranked(board, runs), settings)
+    out["domains"] = sorted(set(scopes.domains[mask].tolist()))
+    return out
+
+
+def final_runs(runs: Sequence[Run], scopes: Scopes) -> list[Run]:
+    """Each team's marked final runs; a team that marked none competes with its best public run."""
+    by_team: dict[str, list[Run]] = {}
+    for r in runs:
+        by_team.setdefault(r.team, []).append(r)
+    chosen: list[Run] = []
+    public = ~scopes.private
+    for team_runs in by_team.values():
+        marked = [r for r in team_runs if r.final]
+        if marked:
+            chosen += marked
+        elif public.any():
+            board = _scoreboard(team_runs, scopes, public)
+            chosen.append(_ranked(board, team_runs)[0])
+        else:
+            chosen.append(team_runs[-1])
+    return chosen
+
+
+def leaderboard(
+    runs: Sequence[Run], scopes: Scopes, settings: ServerSettings, revealed: bool
+) -> dict[str, Any]:
+    """The ``/api/leaderboard`` object: the public scope, and the private one once revealed."""
+    out: dict[str, Any] = {
+        "format": "searchtome-service-leaderboard-v1",
+        "split": settings.split,
+        "measures": list(STORED_MEASURES),
+        "aggregate": "macro mean over domains (each domain weighs the same)",
+        "test": f"paired randomization test against the top run, {settings.permutations} "
+        f"permutations, Holm-corrected; 95% paired-bootstrap CI ({settings.bootstrap} resamples)",
+        "private_fraction": settings.private_fraction,
+        "revealed": revealed,
+        "public": scope_board(runs, scopes, ~scopes.private, settings),
+    }
+    if revealed and scopes.private.any():
+        out["private"] = scope_board(final_runs(runs, scopes), scopes, scopes.private, settings)
+    return out
+
+
+def run_scores(run: Run, scopes: Scopes, revealed: bool) -> dict[str, Any]:
+    """One run's aggregates alone (``/api/submissions/{id}``): public part; private if revealed."""
+    out = {}
+    for scope, mask in (("public", ~scopes.private), ("private", scopes.private)):
+        if not mask.any() or (scope == "private" and not revealed):
+            continue
+        board = _scoreboard([run], scopes, mask)
+        out[scope] = {"n_queries": int(mask.sum()), "aggregate": board.aggregate(run.key)}
+    return out

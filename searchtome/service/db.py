@@ -1,0 +1,195 @@
+"""The service's database: SQLAlchemy Core tables, a versioned schema, and engine set-up.
+
+One SQLite file in the server home by default (nothing to install), PostgreSQL by URL for a
+deployment with several web and scoring processes. The schema is versioned by a one-row
+``schema_version`` table and the ordered :data:`MIGRATIONS` below: ``server init`` applies
+them, every process checks the version on start and refuses a database newer or older than
+its code (Alembic would add an ``env.py``/``alembic.ini`` pair to ship inside the package for
+the same guarantee on four tables).
+
+SQLite is opened in WAL mode with ``BEGIN IMMEDIATE`` transactions, so two writers never
+deadlock upgrading a read lock; a lock held longer than the busy timeout is an error the
+caller turns into one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from searchtome.errors import SearchTomeError
+
+IMMEDIATE = "searchtome_immediate"
+metadata = sa.MetaData()
+
+schema_version = sa.Table(
+    "schema_version", metadata, sa.Column("version", sa.Integer, nullable=False)
+)
+flags = sa.Table(
+    "flags",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+teams = sa.Table(
+    "teams",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(64), nullable=False, unique=True),
+    sa.Column("token_hash", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+)
+submissions = sa.Table(
+    "submissions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("public_id", sa.String(32), nullable=False, unique=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("system", sa.String(200), nullable=False),
+    # queued -> scoring -> scored | rejected | failed (see searchtome.service.store)
+    sa.Column("state", sa.String(16), nullable=False, index=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("meta", sa.Text, nullable=False),
+    sa.Column("predictions_name", sa.String(64), nullable=False),
+    sa.Column("predictions", sa.LargeBinary, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("day", sa.String(10), nullable=False),
+    sa.Column("claimed_by", sa.String(64), nullable=True),
+    sa.Column("lease_until", sa.Float, nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("times_scored", sa.Integer, nullable=False, default=0),
+    sa.Column("scored_at", sa.Float, nullable=True),
+    sa.Column("scores", sa.LargeBinary, nullable=True),  # per-query arrays: never served
+    sa.Column("counts", sa.Text, nullable=True),  # the validator's structure counts
+    sa.Column("final", sa.Boolean, nullable=False, default=False),
+)
+quota = sa.Table(
+    "quota",
+    metadata,
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), primary_key=True),
+    sa.Column("day", sa.String(10), primary_key=True),
+    sa.Column("count", sa.Integer, nullable=False),
+)
+
+
+def _v1(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[flags, teams, submissions, quota])
+
+
+# Each entry brings the schema from version i to i + 1; append, never edit a released one.
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def sqlite_url(path: os.PathLike[str] | str) -> str:
+    return f"sqlite:///{os.fspath(path)}"
+
+
+def _sqlite_setup(engine: Engine, busy_timeout_ms: int) -> None:
+    # pysqlite's own transaction handling starts transactions late and deferred; take it over so
+    # every transaction is BEGIN IMMEDIATE (SQLAlchemy's documented recipe).
+    max_pages = os.environ.get("SEARCHTOME_SERVER_SQLITE_MAX_PAGES")
+
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        cur.execute("PRAGMA journal_mode = WAL")
+        cur.execute("PRAGMA synchronous = FULL")
+        cur.execute("PRAGMA foreign_keys = ON")
+        if max_pages:  # caps the file's size: how the tests make the database "full"
+            cur.execute(f"PRAGMA max_page_count = {int(max_pages)}")
+        cur.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        immediate = conn.get_execution_options().get(IMMEDIATE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+@contextlib.contextmanager
+def write(engine: Engine) -> Iterator[Connection]:
+    """A transaction that writes: on SQLite it takes the write lock at once (BEGIN IMMEDIATE).
+
+    Readers use plain ``engine.connect()`` and a deferred BEGIN, so they never wait for a writer
+    (WAL) and never deadlock upgrading to a writer.
+    """
+    with engine.connect() as conn:
+        conn.execution_options(**{IMMEDIATE: True})
+        with conn.begin():
+            yield conn
+
+
+def make_engine(url: str, busy_timeout_ms: int = 5000) -> Engine:
+    """An engine for ``url`` (``sqlite:///...`` or ``postgresql+psycopg://...``)."""
+    try:
+        engine = sa.create_engine(url, pool_pre_ping=True)
+    except (sa.exc.ArgumentError, ImportError) as exc:
+        raise SearchTomeError(
+            f"--db {url!r}: not a usable database URL ({exc}); use sqlite:///PATH or "
+            "postgresql+psycopg://USER:PASSWORD@HOST:PORT/NAME"
+        ) from None
+    if engine.dialect.name == "sqlite":
+        _sqlite_setup(engine, busy_timeout_ms)
+    return engine
+
+
+def current_version(conn: Connection) -> int:
+    if not sa.inspect(conn).has_table("schema_version"):
+        return 0
+    row = conn.execute(sa.select(schema_version.c.version)).first()
+    return int(row[0]) if row else 0
+
+
+def migrate(engine: Engine) -> int:
+    """Apply the missing migrations in one transaction each; returns the new version."""
+    with write(engine) as conn:
+        if not sa.inspect(conn).has_table("schema_version"):
+            metadata.create_all(conn, tables=[schema_version])
+            conn.execute(schema_version.insert().values(version=0))
+    while True:
+        with write(engine) as conn:
+            version = current_version(conn)
+            if version >= SCHEMA_VERSION:
+                break
+            MIGRATIONS[version](conn)
+            conn.execute(schema_version.update().values(version=version + 1))
+    return SCHEMA_VERSION
+
+
+def check_version(engine: Engine, where: str) -> None:
+    """Refuse to run against a database whose schema this code does not know."""
+    try:
+        with engine.connect() as conn:
+            version = current_version(conn)
+    except sa.exc.OperationalError as exc:
+        raise SearchTomeError(f"{where}: cannot open the database ({one_line(exc)})") from None
+    if version != SCHEMA_VERSION:
+        raise SearchTomeError(
+            f"{where}: database schema version {version}, this searchtome expects "
+            f"{SCHEMA_VERSION}; run `searchtome server init --home ...` with this version "
+            "(it migrates) or use the matching searchtome"
+        )
+
+
+def one_line(exc: BaseException) -> str:
+    """A database error's message without SQLAlchemy's SQL echo and background link."""
+    orig = getattr(exc, "orig", None) or exc
+    return " ".join(str(orig).split("\n")[0].split())
+
+
+def is_busy(exc: BaseException) -> bool:
+    text = one_line(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def is_full(exc: BaseException) -> bool:
+    text = one_line(exc).lower()
+    return "full" in text or "no space" in text

@@ -1,0 +1,143 @@
+"""The server home (``SRV``): its settings file, the two dataset halves, the SQLite file.
+
+::
+
+    SRV/server.json    settings, the database URL and the secret of the public/private split
+    SRV/public/        copy of the blind release's public half (what web processes read)
+    SRV/private/       copy of its private half (gold; read by scoring workers only)
+    SRV/server.db      the SQLite database, unless --db names another
+
+SRV is created private (mode 0700): the private half and the split secret never leave it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import shutil
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike, read_json, write_json
+
+SETTINGS_FILE = "server.json"
+FORMAT = "searchtome-server-v1"
+HOME_ENV = "SEARCHTOME_SERVER_HOME"
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Everything ``server init`` records; defaults written once here."""
+
+    db: str = ""
+    split: str = "test"
+    daily_limit: int = 5  # accepted uploads per team and UTC day
+    private_fraction: float = 0.0  # share of the test queries scored in secret until reveal
+    max_final: int = 2  # runs a team may mark as final
+    upload_max_bytes: int = 64 << 20  # the whole request body, enforced while it streams
+    max_decompressed_bytes: int = 256 << 20
+    lease_seconds: float = 120.0  # a claimed job is retried when its worker stops heartbeating
+    busy_timeout_ms: int = 5000
+    requests_per_minute: int = 120  # per client address, per web process
+    permutations: int = 2000
+    bootstrap: int = 1000
+    secret: str = ""  # key of the query split; never shown
+    created: float = 0.0
+
+
+@dataclass(frozen=True)
+class Home:
+    root: Path
+    settings: ServerSettings
+
+    @property
+    def public(self) -> Path:
+        return self.root / "public"
+
+    @property
+    def private(self) -> Path:
+        return self.root / "private"
+
+
+def open_home(root: PathLike | None = None) -> Home:
+    """Read ``SRV/server.json`` (``root`` or ``$SEARCHTOME_SERVER_HOME``)."""
+    if root is None:
+        root = os.environ.get(HOME_ENV)
+        if not root:
+            raise SearchTomeError(f"no server home; pass --home SRV or set {HOME_ENV}")
+    path = Path(root) / SETTINGS_FILE
+    if not path.is_file():
+        raise SearchTomeError(f"{path}: not a server home; create it with `searchtome server init`")
+    raw = read_json(path)
+    if raw.get("format") != FORMAT:
+        raise SearchTomeError(f"{path}: format is not {FORMAT}")
+    known = {f.name for f in fields(ServerSettings)}
+    return Home(Path(root), ServerSettings(**{k: v for k, v in raw.items() if k in known}))
+
+
+def _check_halves(public: Path, private: Path) -> str:
+    from searchtome.dataset.blind import is_private, read_private
+    from searchtome.dataset.loader import load
+
+    if not is_private(private):
+        raise SearchTomeError(
+            f"{private}: not the private half of a blind release (no blind.json); write one "
+            "with `searchtome publish --blind`, `build --blind` or `import repro --blind`"
+        )
+    split = str(read_private(private)["split"])
+    blind = load(public).manifest.get("blind")
+    if not isinstance(blind, dict) or blind.get("split") != split:
+        raise SearchTomeError(
+            f"{public}: not the public half of this release (its manifest says blind={blind!r}, "
+            f"the private half holds {split!r})"
+        )
+    return split
+
+
+def init_home(
+    root: PathLike, public: PathLike, private: PathLike, db: str | None = None, **options: Any
+) -> Home:
+    """Create SRV: copy both halves, draw the split secret, write server.json, migrate the DB."""
+    from searchtome.service.db import make_engine, migrate, sqlite_url
+
+    home = Path(root)
+    if (home / SETTINGS_FILE).exists():
+        raise SearchTomeError(f"{home}: already a server home; use another --home")
+    pub, priv = Path(public), Path(private)
+    split = _check_halves(pub, priv)
+    fraction = float(options.get("private_fraction") or 0.0)
+    if not 0.0 <= fraction < 1.0:
+        raise SearchTomeError(f"--private-fraction {fraction}: must be at least 0 and below 1")
+    home.mkdir(parents=True, exist_ok=True)
+    home.chmod(0o700)
+    for src, name in ((pub, "public"), (priv, "private")):
+        shutil.rmtree(home / name, ignore_errors=True)
+        shutil.copytree(src, home / name)
+    settings = ServerSettings(
+        db=db or sqlite_url((home / "server.db").resolve()),
+        split=split,
+        secret=secrets.token_hex(32),
+        created=time.time(),
+        **{k: v for k, v in options.items() if v is not None},
+    )
+    migrate(make_engine(settings.db, settings.busy_timeout_ms))
+    write_json(home / SETTINGS_FILE, {"format": FORMAT, **asdict(settings)})
+    (home / SETTINGS_FILE).chmod(0o600)
+    return Home(home, settings)
+
+
+def private_queries(query_ids: list[str], secret: str, fraction: float) -> set[str]:
+    """The secret part of the test queries: the ``round(fraction * n)`` smallest HMACs.
+
+    Reproducible from the secret alone, exact in size, and unpredictable without the secret.
+    """
+    if fraction <= 0 or not query_ids:
+        return set()
+    key = bytes.fromhex(secret)
+    ranked = sorted(query_ids, key=lambda q: hmac.new(key, q.encode(), hashlib.sha256).digest())
+    return set(ranked[: round(fraction * len(query_ids))])

@@ -1,0 +1,369 @@
+"""Rows of the service: teams and tokens, the daily quota, the scoring queue's state machine.
+
+A submission moves ``queued -> scoring -> scored`` (or ``failed``). A worker claims a job with a
+conditional ``UPDATE ... WHERE state = 'queued'`` (exactly one claimer wins, on SQLite and on
+PostgreSQL alike), keeps a lease alive with heartbeats, and writes its result with an ``UPDATE``
+that also requires its own claim (``claimed_by`` and ``attempts``) to be still current. A worker
+killed mid-job stops heartbeating; once its lease runs out the job is queued again, once: a
+second crash marks it ``failed``. A stale worker that wakes up after losing its lease cannot
+write, so no submission is scored twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.service.db import flags, quota, submissions, teams, write
+
+MAX_ATTEMPTS = 2  # a job whose worker died is retried once
+TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+REVEALED = "revealed"
+
+
+def hash_token(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def utc_day(now: float | None = None) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(now if now is not None else time.time()))
+
+
+# -- teams ---------------------------------------------------------------------------------------
+
+
+def add_team(engine: Engine, name: str) -> str:
+    """Create a team; returns its token ``st_<id>_<secret>`` (only a hash is stored)."""
+    if not TEAM_NAME.match(name):
+        raise SearchTomeError(
+            f"team name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit"
+        )
+    secret = secrets.token_urlsafe(32)
+    with write(engine) as conn:
+        if conn.execute(sa.select(teams.c.id).where(teams.c.name == name)).first():
+            raise SearchTomeError(f"team {name!r} exists; revoke it or choose another name")
+        result = conn.execute(
+            teams.insert().values(name=name, token_hash=hash_token(secret), created_at=time.time())
+        )
+        team_id = result.inserted_primary_key[0]
+    return f"st_{team_id}_{secret}"
+
+
+def revoke_team(engine: Engine, name: str) -> None:
+    with write(engine) as conn:
+        done = conn.execute(
+            teams.update()
+            .where(teams.c.name == name, teams.c.revoked_at.is_(None))
+            .values(revoked_at=time.time())
+        )
+        if done.rowcount == 0:
+            names = conn.execute(sa.select(teams.c.name)).scalars().all()
+            if name in names:
+                raise SearchTomeError(f"team {name!r} is already revoked")
+            raise unknown_name("team", name, names)
+
+
+def list_teams(engine: Engine) -> list[dict[str, Any]]:
+    n_subs = (
+        sa.select(sa.func.count())
+        .where(submissions.c.team_id == teams.c.id)
+        .scalar_subquery()
+        .label("submissions")
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(teams.c.name, teams.c.created_at, teams.c.revoked_at, n_subs).order_by(
+                teams.c.name
+            )
+        ).mappings()
+        return [dict(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class Team:
+    id: int
+    name: str
+
+
+def authenticate(conn: Connection, token: str) -> Team | None:
+    """The active team holding ``token``; hashes are compared in constant time."""
+    match = re.fullmatch(r"st_(\d{1,18})_([A-Za-z0-9_-]{20,100})", token or "")
+    if not match:
+        return None
+    row = conn.execute(
+        sa.select(teams.c.id, teams.c.name, teams.c.token_hash, teams.c.revoked_at).where(
+            teams.c.id == int(match.group(1))
+        )
+    ).first()
+    presented = hash_token(match.group(2))
+    stored = row.token_hash if row is not None else hash_token("")
+    if not hmac.compare_digest(presented.encode(), stored.encode()) or row is None:
+        return None
+    return None if row.revoked_at is not None else Team(row.id, row.name)
+
+
+# -- uploads -------------------------------------------------------------------------------------
+
+
+class QuotaExceeded(SearchTomeError):
+    pass
+
+
+def _ensure_quota_row(conn: Connection, team_id: int, day: str) -> None:
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    conn.execute(insert(quota).values(team_id=team_id, day=day, count=0).on_conflict_do_nothing())
+
+
+def enqueue(
+    engine: Engine,
+    team: Team,
+    *,
+    system: str,
+    meta: str,
+    predictions_name: str,
+    predictions: bytes,
+    counts: dict[str, Any],
+    daily_limit: int,
+) -> str:
+    """Count the upload against today's quota and queue it, in one transaction.
+
+    The quota step is one conditional ``UPDATE ... WHERE count < limit``: of two uploads racing
+    at ``limit - 1`` exactly one changes a row; the other raises :class:`QuotaExceeded`.
+    """
+    now = time.time()
+    day = utc_day(now)
+    public_id = secrets.token_hex(8)
+    with write(engine) as conn:
+        _ensure_quota_row(conn, team.id, day)
+        taken = conn.execute(
+            quota.update()
+            .where(quota.c.team_id == team.id, quota.c.day == day, quota.c.count < daily_limit)
+            .values(count=quota.c.count + 1)
+        )
+        if taken.rowcount != 1:
+            raise QuotaExceeded(
+                f"team {team.name!r} has used its {daily_limit} submissions for {day} (UTC); "
+                "try again tomorrow"
+            )
+        conn.execute(
+            submissions.insert().values(
+                public_id=public_id,
+                team_id=team.id,
+                system=system,
+                state="queued",
+                meta=meta,
+                predictions_name=predictions_name,
+                predictions=predictions,
+                created_at=now,
+                day=day,
+                attempts=0,
+                times_scored=0,
+                counts=json.dumps(counts),
+                final=False,
+            )
+        )
+    return public_id
+
+
+# -- the queue -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    public_id: str
+    attempt: int
+    meta: str
+    predictions_name: str
+    predictions: bytes
+
+
+def requeue_expired(conn: Connection, now: float) -> None:
+    expired = (submissions.c.state == "scoring") & (submissions.c.lease_until < now)
+    conn.execute(
+        submissions.update()
+        .where(expired, submissions.c.attempts >= MAX_ATTEMPTS)
+        .values(
+            state="failed",
+            error=f"scoring stopped {MAX_ATTEMPTS} times without finishing; "
+            "the organisers have been told (see the worker log)",
+            lease_until=None,
+        )
+    )
+    conn.execute(submissions.update().where(expired).values(state="queued", lease_until=None))
+
+
+def claim(engine: Engine, worker: str, lease_seconds: float) -> Job | None:
+    """Take the oldest queued job, or ``None``; expired leases are put back first."""
+    now = time.time()
+    with write(engine) as conn:
+        requeue_expired(conn, now)
+    with write(engine) as conn:
+        ids = conn.execute(
+            sa.select(submissions.c.id)
+            .where(submissions.c.state == "queued")
+            .order_by(submissions.c.id)
+            .limit(8)
+        ).scalars()
+        for job_id in list(ids):
+            won = conn.execute(
+                submissions.update()
+                .where(submissions.c.id == job_id, submissions.c.state == "queued")
+                .values(
+                    state="scoring",
+                    claimed_by=worker,
+                    lease_until=now + lease_seconds,
+                    attempts=submissions.c.attempts + 1,
+                )
+            )
+            if won.rowcount == 1:
+                row = conn.execute(sa.select(submissions).where(submissions.c.id == job_id)).first()
+                assert row is not None
+                return Job(
+                    row.id,
+                    row.public_id,
+                    row.attempts,
+                    row.meta,
+                    row.predictions_name,
+                    row.predictions,
+                )
+    return None
+
+
+def _mine(job: Job, worker: str) -> Any:
+    return (
+        (submissions.c.id == job.id)
+        & (submissions.c.state == "scoring")
+        & (submissions.c.claimed_by == worker)
+        & (submissions.c.attempts == job.attempt)
+    )
+
+
+def heartbeat(engine: Engine, job: Job, worker: str, lease_seconds: float) -> bool:
+    with write(engine) as conn:
+        done = conn.execute(
+            submissions.update()
+            .where(_mine(job, worker))
+            .values(lease_until=time.time() + lease_seconds)
+        )
+    return done.rowcount == 1
+
+
+def finish(
+    engine: Engine,
+    job: Job,
+    worker: str,
+    *,
+    scores: bytes | None = None,
+    error: str | None = None,
+) -> bool:
+    """Record the result if the claim is still this worker's; ``False`` when it was lost."""
+    values: dict[str, Any] = {"lease_until": None, "scored_at": time.time()}
+    if error is None:
+        values.update(state="scored", scores=scores, times_scored=submissions.c.times_scored + 1)
+    else:
+        values.update(state="rejected", error=error)
+    with write(engine) as conn:
+        done = conn.execute(submissions.update().where(_mine(job, worker)).values(**values))
+    return done.rowcount == 1
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def get_flag(conn: Connection, name: str) -> str | None:
+    return conn.execute(sa.select(flags.c.value).where(flags.c.name == name)).scalar()
+
+
+def set_flag(engine: Engine, name: str, value: str) -> None:
+    with write(engine) as conn:
+        conn.execute(flags.delete().where(flags.c.name == name))
+        conn.execute(flags.insert().values(name=name, value=value))
+
+
+def submission_row(conn: Connection, public_id: str) -> Any:
+    return conn.execute(
+        sa.select(submissions, teams.c.name.label("team"))
+        .join(teams, teams.c.id == submissions.c.team_id)
+        .where(submissions.c.public_id == public_id)
+    ).first()
+
+
+def board_key(conn: Connection) -> tuple[Any, ...]:
+    """Changes whenever the leaderboard would: scored rows, finals, revocations, reveal."""
+    row = conn.execute(
+        sa.select(
+            sa.func.count(),
+            sa.func.max(submissions.c.scored_at),
+            sa.func.sum(sa.case((submissions.c.final, 1), else_=0)),
+        ).where(submissions.c.state == "scored")
+    ).first()
+    revoked = conn.execute(
+        sa.select(sa.func.count()).where(teams.c.revoked_at.is_not(None))
+    ).scalar()
+    return (*tuple(row or ()), revoked, get_flag(conn, REVEALED))
+
+
+def scored_rows(conn: Connection) -> list[Any]:
+    return list(
+        conn.execute(
+            sa.select(
+                submissions.c.public_id,
+                submissions.c.system,
+                submissions.c.created_at,
+                submissions.c.final,
+                submissions.c.scores,
+                submissions.c.meta,
+                submissions.c.counts,
+                teams.c.name.label("team"),
+            )
+            .join(teams, teams.c.id == submissions.c.team_id)
+            .where(submissions.c.state == "scored", teams.c.revoked_at.is_(None))
+            .order_by(submissions.c.id)
+        )
+    )
+
+
+def mark_final(engine: Engine, team: Team, public_id: str, final: bool, max_final: int) -> None:
+    with write(engine) as conn:
+        # Lock the team's row (PostgreSQL; SQLite's write lock covers it): two marks racing at
+        # the cap are counted one after the other.
+        conn.execute(sa.select(teams.c.id).where(teams.c.id == team.id).with_for_update())
+        row = conn.execute(
+            sa.select(submissions.c.id, submissions.c.state).where(
+                submissions.c.public_id == public_id, submissions.c.team_id == team.id
+            )
+        ).first()
+        if row is None:
+            raise LookupError(public_id)
+        if final:
+            if row.state != "scored":
+                raise SearchTomeError(
+                    f"submission {public_id} is {row.state}; only a scored run can be final"
+                )
+            marked = conn.execute(
+                sa.select(sa.func.count()).where(
+                    submissions.c.team_id == team.id,
+                    submissions.c.final,
+                    submissions.c.id != row.id,
+                )
+            ).scalar()
+            if marked >= max_final:
+                raise QuotaExceeded(
+                    f"team {team.name!r} already has {max_final} final runs; unmark one first"
+                )
+        conn.execute(submissions.update().where(submissions.c.id == row.id).values(final=final))

@@ -1,0 +1,91 @@
+"""A scoring worker: claims queued submissions, validates and scores them against the gold.
+
+Run by ``searchtome server run`` (``--workers N`` of them) or alone with ``server worker``.
+While a job runs a thread renews its lease; a worker that dies stops renewing and the job is
+claimed again by another worker once the lease runs out (see :mod:`searchtome.service.store`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+
+from searchtome.dataset.blind import with_private
+from searchtome.dataset.loader import Dataset, load
+from searchtome.service import store
+from searchtome.service.checks import pack_scores, submission_folder, validate
+from searchtome.service.db import check_version, make_engine
+from searchtome.service.home import Home
+from searchtome.submissions import Limits
+
+log = logging.getLogger(__name__)
+# Seconds a worker sleeps right after claiming a job: lets the fault tests kill it mid-job.
+PAUSE_ENV = "SEARCHTOME_SERVER_PAUSE_AFTER_CLAIM"
+
+
+def limits_of(home: Home) -> Limits:
+    s = home.settings
+    return Limits(
+        max_file_bytes=s.upload_max_bytes, max_decompressed_bytes=s.max_decompressed_bytes
+    )
+
+
+class Worker:
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self.engine = make_engine(home.settings.db, home.settings.busy_timeout_ms)
+        check_version(self.engine, str(home.root))
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.dataset: Dataset = with_private(load(home.public), home.private)
+        self.limits = limits_of(home)
+
+    def _keep_alive(self, job: store.Job, stop: threading.Event) -> None:
+        lease = self.home.settings.lease_seconds
+        while not stop.wait(lease / 3):
+            if not store.heartbeat(self.engine, job, self.name, lease):
+                log.warning("%s: lost the lease of %s", self.name, job.public_id)
+                return
+
+    def run_one(self) -> bool:
+        """Score one queued job; ``False`` when the queue was empty."""
+        job = store.claim(self.engine, self.name, self.home.settings.lease_seconds)
+        if job is None:
+            return False
+        log.info("%s: scoring %s (attempt %d)", self.name, job.public_id, job.attempt)
+        stop = threading.Event()
+        beat = threading.Thread(target=self._keep_alive, args=(job, stop), daemon=True)
+        beat.start()
+        try:
+            pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
+            if pause:
+                time.sleep(pause)
+            split = self.home.settings.split
+            with submission_folder(
+                job.meta.encode(), job.predictions_name, job.predictions
+            ) as folder:
+                report, error = validate(folder, self.dataset, split, self.limits)
+                blob = None if error else pack_scores(report, self.dataset, split)
+        finally:
+            stop.set()
+        if not store.finish(self.engine, job, self.name, scores=blob, error=error):
+            log.warning(
+                "%s: %s was claimed by another worker; result dropped", self.name, job.public_id
+            )
+        return True
+
+    def serve(self, poll: float = 0.5, once: bool = False) -> None:
+        while True:
+            try:
+                worked = self.run_one()
+            except Exception:  # one bad job or a database hiccup must not end the worker
+                log.exception("%s: scoring failed; retrying in %.0f s", self.name, poll * 4)
+                time.sleep(poll * 4)
+                continue
+            if once and not worked:
+                return
+            if not worked:
+                time.sleep(poll)

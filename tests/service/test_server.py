@@ -1,0 +1,214 @@
+"""The service end to end on SQLite: init, teams, submit over real HTTP, the leaderboard."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from searchtome.cli import main
+from searchtome.dataset.blind import load_private_queries
+from tests.service.helpers import (
+    Server,
+    add_team,
+    blind_release,
+    cli,
+    get,
+    init_home,
+    post,
+    submission,
+    upload,
+    wait_scored,
+)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("served")
+    public, private = blind_release(root)
+    home = root / "srv"
+    init_home(
+        home, public, private, "--private-fraction", "0.5", "--daily-limit", "3", "--max-final", "1"
+    )
+    tokens = {name: add_team(home, name) for name in ("alpha", "beta")}
+    with Server(home) as server:
+        yield server, home, private, tokens, root
+
+
+def test_submit_wait_prints_the_public_score(served, capsys) -> None:
+    server, _home, private, tokens, root = served
+    folder = submission(root / "perfect", private, "perfect")
+    code = main(
+        [
+            "submit",
+            str(folder),
+            "--server",
+            server.url,
+            "--token",
+            tokens["alpha"],
+            "--wait",
+            "--no-progress",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "scored" in out and "public (15 queries): R@1 100.0" in out
+    assert "private" not in out  # not revealed yet
+
+
+def test_the_leaderboard_ranks_runs_and_tests_them_against_the_top(served) -> None:
+    server, _home, private, tokens, root = served
+    half = submission(root / "half", private, "half", right=0.5, gz=True)
+    code = main(
+        [
+            "submit",
+            str(half / "predictions.jsonl.gz"),
+            "--meta",
+            str(half / "meta.json"),
+            "--server",
+            server.url,
+            "--token",
+            tokens["beta"],
+            "--wait",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    status, board, _headers = get(server.url + "/api/leaderboard")
+    assert status == 200
+    rows = board["public"]["rows"]
+    assert [r["system"] for r in rows][:1] == ["perfect"]
+    second = next(r for r in rows if r["system"] == "half")
+    assert second["rank"] > 1 and second["aggregate"]["R@1"] < 1.0
+    delta = second["delta_to_top"]["R@1"]
+    assert delta["diff"] < 0 and delta["ci_low"] <= delta["diff"] <= delta["ci_high"]
+    assert set(second["aggregate"]) >= {"R@1", "R@3", "nDCG@3", "NonLeaf@1", "Invalid@1"}
+    assert set(second["per_domain"]) == {"Law", "Natural Sciences"}
+    assert "private" not in board and board["revealed"] is False
+
+
+def test_nothing_identifies_which_queries_were_right(served) -> None:
+    server, _home, private, tokens, _root = served
+    query_ids = {q.query_id for q in load_private_queries(private)}
+    texts = [get(server.url + "/api/leaderboard")[1], get(server.url + "/")[1]]
+    _status, sub_list, _ = get(server.url + "/api/leaderboard")
+    run_id = sub_list["public"]["rows"][0]["id"]
+    texts.append(get(f"{server.url}/api/submissions/{run_id}", tokens["alpha"])[1])
+    for text in map(json.dumps, texts):
+        assert not any(q in text for q in query_ids)
+        assert "per_query" not in text
+
+
+def test_pages_have_a_strict_csp_and_no_cookies(served) -> None:
+    server = served[0]
+    for path in ("/", "/api/leaderboard", "/static/app.js", "/nope"):
+        status, body, headers = get(server.url + path)
+        lower = {k.lower(): v for k, v in headers.items()}
+        assert "default-src 'none'" in lower["content-security-policy"]
+        assert "set-cookie" not in lower
+    status, body, headers = get(server.url + "/nope")
+    assert status == 404 and body == {"error": "Not Found"}
+
+
+def test_errors_are_one_json_line(served) -> None:
+    server, _home, _private, tokens, _root = served
+    cases = [
+        ({}, 401),  # no token
+        ({"Authorization": "Bearer st_1_" + "x" * 40}, 401),  # wrong secret
+        ({"Authorization": f"Bearer {tokens['alpha']}", "Content-Type": "text/plain"}, 415),
+    ]
+    for headers, expected in cases:
+        status, raw, _ = post(server.url + "/api/submissions", b"hello", headers)
+        assert status == expected
+        assert raw.count(b"\n") == 0 and set(json.loads(raw)) == {"error"}
+    # Another team's submission is not found, not forbidden: its existence is not disclosed.
+    run_id = get(server.url + "/api/leaderboard")[1]["public"]["rows"][0]["id"]
+    status, body, _ = get(f"{server.url}/api/submissions/{run_id}", tokens["beta"])
+    assert status == 404 and "error" in body
+
+
+def test_a_rejected_upload_exits_non_zero_with_the_validators_line(
+    served, tmp_path, capsys
+) -> None:
+    server, _home, private, tokens, _root = served
+    folder = submission(tmp_path / "dup", private, "dup")
+    lines = (folder / "predictions.jsonl").read_text().splitlines()
+    (folder / "predictions.jsonl").write_text("\n".join([lines[0], *lines]) + "\n")
+    code = main(
+        ["submit", str(folder), "--server", server.url, "--token", tokens["alpha"], "--no-progress"]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1 and "(422)" in err[0] and "predictions.jsonl:2:" in err[0]
+
+
+def test_final_runs_are_capped_and_private_scores_wait_for_reveal(served) -> None:
+    server, home, private, tokens, root = served
+    rows = get(server.url + "/api/leaderboard")[1]["public"]["rows"]
+    mine = next(r["id"] for r in rows if r["team"] == "alpha")
+    auth = {"Authorization": f"Bearer {tokens['alpha']}"}
+    status, _, _ = post(f"{server.url}/api/submissions/{mine}/final", b'{"final": true}', auth)
+    assert status == 200
+    # a second final run is over the cap of 1
+    folder = submission(root / "second", private, "second", right=0.8)
+    status, raw, _ = upload(
+        server.url,
+        tokens["alpha"],
+        (folder / "predictions.jsonl").read_bytes(),
+        (folder / "meta.json").read_bytes(),
+    )
+    assert status == 202
+    second = json.loads(raw)["id"]
+    wait_scored(server.url, tokens["alpha"], second)
+    status, raw, _ = post(f"{server.url}/api/submissions/{second}/final", b'{"final": true}', auth)
+    assert status == 409 and b"already has 1 final" in raw
+    assert (
+        "private" not in get(f"{server.url}/api/submissions/{mine}", tokens["alpha"])[1]["scores"]
+    )
+    assert cli("server", "reveal", "--home", str(home)).returncode == 0
+    board = get(server.url + "/api/leaderboard")[1]
+    finals = {(r["team"], r["system"]) for r in board["private"]["rows"]}
+    assert finals == {("alpha", "perfect"), ("beta", "half")}  # beta marked none: its best
+    assert board["private"]["n_queries"] == 15
+    scores = get(f"{server.url}/api/submissions/{mine}", tokens["alpha"])[1]["scores"]
+    assert scores["private"]["aggregate"]["R@1"] == 1.0
+
+
+def test_quota_is_per_team_and_day(served) -> None:
+    server, home, private, _tokens, root = served
+    folder = submission(root / "quota", private, "quota")
+    preds, meta = (folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes()
+    first, second = add_team(home, "quota-a"), add_team(home, "quota-b")
+    bad = b"not json\n"
+    assert upload(server.url, first, bad, meta)[0] == 422  # a rejected upload is not counted
+    assert [upload(server.url, first, preds, meta)[0] for _ in range(4)] == [202, 202, 202, 429]
+    assert upload(server.url, second, preds, meta)[0] == 202  # another team's quota
+
+
+def race(url: str, token: str, preds: bytes, meta: bytes, n: int = 2) -> list[int]:
+    """``n`` uploads released at the same instant; their HTTP statuses."""
+    import threading
+
+    barrier = threading.Barrier(n)
+    statuses: list[int] = []
+
+    def one() -> None:
+        barrier.wait()
+        statuses.append(upload(url, token, preds, meta)[0])
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(statuses)
+
+
+def test_two_uploads_racing_at_quota_minus_one_accept_exactly_one(served) -> None:
+    server, home, private, _tokens, root = served
+    folder = submission(root / "race", private, "race")
+    preds, meta = (folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes()
+    for i in range(3):
+        token = add_team(home, f"racer{i}")
+        assert [upload(server.url, token, preds, meta)[0] for _ in range(2)] == [202, 202]
+        assert race(server.url, token, preds, meta) == [202, 429]  # limit 3
