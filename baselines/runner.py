@@ -341,6 +341,9 @@ def run_baseline(
             scores=None if run.scores is None else {q: v[:depth] for q, v in run.scores.items()},
         )
         info["depth"] = depth
+        # A baseline's own `depth` (how many it ranked) would otherwise contradict `--depth`.
+        if isinstance(meta["config"].get("depth"), int):
+            meta["config"]["depth"] = min(meta["config"]["depth"], depth)
     system = system or out_dir.resolve().name
     if system != name:
         run = dataclasses.replace(run, name=system)
