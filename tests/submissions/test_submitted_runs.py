@@ -20,7 +20,9 @@ BOARD = ROOT / "leaderboard" / "whole-child"
 BASELINES = {
     "bm25",
     "bm25-plain",
+    "bm25-paper",
     "dpr",
+    "dpr-paper",
     "hybrid",
     "navtree",
     "toc-navtree",
