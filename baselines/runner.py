@@ -175,12 +175,30 @@ def portable_path(path: str | os.PathLike[str], placeholder: str) -> str:
     return placeholder
 
 
+def portable_values(value: Any) -> Any:
+    """``value`` (a config, overrides) with every absolute path made portable (``<PATH>``).
+
+    A model given as a local folder is recorded by name and revision in ``models`` and in the
+    encoder's notes; the config only says it was a folder.
+    """
+    if isinstance(value, dict):
+        return {k: portable_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(portable_values(v) for v in value)
+    if isinstance(value, str) and os.path.isabs(value):
+        return portable_path(value, "<PATH>")
+    return value
+
+
+def portable_setting(item: str) -> str:
+    """A ``--set KEY=VALUE`` as recorded: an absolute VALUE made portable."""
+    key, sep, value = item.partition("=")
+    return f"{key}{sep}{portable_values(value)}" if sep else item
+
+
 def _portable_notes(notes: dict[str, Any]) -> dict[str, Any]:
-    """Notes with absolute paths (a cached adapter's folder...) made portable."""
-    return {
-        k: portable_path(v, "<PATH>") if isinstance(v, str) and os.path.isabs(v) else v
-        for k, v in notes.items()
-    }
+    """Notes with absolute paths (a cached adapter's folder...) made portable, at any depth."""
+    return dict(portable_values(notes))
 
 
 def check_out_dir(out_dir: Path, command: str, force: bool = False) -> None:
@@ -258,7 +276,7 @@ def execute(
         "torch CPU tensors and model weights are inside it",
         "dataset": facts,
         "n_queries": len(run),
-        "overrides": _overrides_dict(overrides),
+        "overrides": portable_values(_overrides_dict(overrides)),
         "threads": threads.summary(thread_choices),  # torch threads used and why
         # CPU model and ISA flags, and the dtype the model really ran in (a neural baseline
         # says so in its notes; null: no neural model): bf16 results differ between CPU families.
@@ -282,7 +300,7 @@ def execute(
         "license": "Apache-2.0",
         "command": "",
         "split": split,
-        "config": dataclasses.asdict(cfg),
+        "config": portable_values(dataclasses.asdict(cfg)),
         "seed": seed,
         "versions": versions(),
         "notes": "; ".join(summary),
@@ -341,6 +359,9 @@ def run_baseline(
             scores=None if run.scores is None else {q: v[:depth] for q, v in run.scores.items()},
         )
         info["depth"] = depth
+        # A baseline's own `depth` (how many it ranked) would otherwise contradict `--depth`.
+        if isinstance(meta["config"].get("depth"), int):
+            meta["config"]["depth"] = min(meta["config"]["depth"], depth)
     system = system or out_dir.resolve().name
     if system != name:
         run = dataclasses.replace(run, name=system)
@@ -369,7 +390,7 @@ def _python_call(
         config = portable_path(config, "<CONFIG>")
     return (
         f"run_baseline({name!r}, {data_text!r}, split={split!r}, config={config!r}, "
-        f"overrides={overrides!r}, seed={seed})"
+        f"overrides={portable_values(overrides)!r}, seed={seed})"
     )
 
 

@@ -52,7 +52,7 @@ def _command_line(args: argparse.Namespace) -> str:
     # Rebuilt from the parsed options (canonical, and right however main() was called); paths
     # are recorded relative to the current folder or as <DATA>/<CONFIG>/<OUT>, never as an
     # absolute path of this machine.
-    from searchtome.baselines.runner import portable_path
+    from searchtome.baselines.runner import portable_path, portable_setting
 
     data = portable_path(args.data, "<DATA>")
     parts = ["searchtome", "run", args.name, "--data", data, "--split", args.split]
@@ -63,7 +63,7 @@ def _command_line(args: argparse.Namespace) -> str:
     if args.system:
         parts += ["--name", args.system]
     for item in args.set:
-        parts += ["--set", item]
+        parts += ["--set", portable_setting(item)]
     parts += ["--seed", str(args.seed)]
     if args.depth != 100:
         parts += ["--depth", str(args.depth)]

@@ -3,8 +3,16 @@
 Registered ids (``NAME`` is the manifest name without a leading ``searchtome-``)::
 
     searchtome/NAME                   docs only: every leaf of every book
-    searchtome/NAME/SPLIT             docs, that split's queries and qrels (all books)
-    searchtome/NAME/BOOK/SPLIT        one book's leaves, queries and qrels: the SearchTome task
+    searchtome/NAME/SPLIT             those docs, that split's queries and qrels (all books)
+    searchtome/NAME/BOOK              docs only: one book's leaves (that book's corpus)
+    searchtome/NAME/BOOK/SPLIT        those docs, the split's queries and qrels: the SearchTome task
+
+As in ir_datasets' own collections (``msmarco-passage`` and ``msmarco-passage/dev``), a
+corpus is one docs object with one ``docs_namespace`` shared by the ids built on it, so a tool
+that indexes per corpus (PyTerrier, an ir_datasets docstore) indexes each book once for all its
+splits. ``docs_iter()`` slices as ir_datasets' iterators do (``docs_iter()[:3]``,
+``[10:20:2]``, fractions such as ``[0:1/3]`` for sharding); ``docs_count()``,
+``queries_count()`` and ``qrels_count()`` answer without iterating.
 
 Docs are ``SearchTomeDoc(doc_id, title, text, book_id)`` (the leaf's own ToC title), queries
 ``GenericQuery(query_id, text)``, qrels ``GenericQrel(query_id, doc_id, relevance=1)``. Everything
@@ -49,13 +57,51 @@ class SearchTomeDoc(NamedTuple):
         return f"{self.title}\n{self.text}"
 
 
+class SliceIter:
+    """An iterator over a list that slices like ir_datasets' own document iterators.
+
+    ``it[a:b:c]`` (ints, negative ints, or floats in [0, 1] as fractions of what is left) is
+    another such iterator, ``it[i]`` one item; the bounds follow ir_datasets'
+    ``apply_sub_slice``/``slice_idx``, relative to what has not been consumed yet.
+    """
+
+    def __init__(self, items: Sequence[Any], window: slice | None = None) -> None:
+        self._items = items
+        self._slice = window or slice(0, len(items), 1)
+
+    def __iter__(self) -> SliceIter:
+        return self
+
+    def __next__(self) -> Any:
+        start, stop, step = self._slice.start, self._slice.stop, self._slice.step or 1
+        if start >= stop:
+            raise StopIteration
+        self._slice = slice(start + step, stop, step)
+        return self._items[start]
+
+    def __getitem__(self, key: slice | int) -> Any:
+        from ir_datasets.util import apply_sub_slice, slice_idx
+
+        if isinstance(key, slice):
+            return SliceIter(self._items, apply_sub_slice(self._slice, key))
+        if isinstance(key, int):
+            window = slice_idx(self._slice, key)
+            if not self._slice.start <= window.start < window.stop:
+                raise IndexError(f"document index {key} out of range")
+            return self._items[window.start]
+        raise TypeError("key must be int or slice")
+
+
 class LeafDocs(BaseDocs):
-    def __init__(self, leaves: Sequence[Leaf]) -> None:
+    """One corpus (a book's leaves, or every leaf); ``namespace`` names it for ir_datasets."""
+
+    def __init__(self, leaves: Sequence[Leaf], namespace: str = PREFIX) -> None:
         self._docs = [SearchTomeDoc(x.leaf_id, x.title, x.text, x.book_id) for x in leaves]
         self._by_id = {d.doc_id: d for d in self._docs}
+        self._namespace = namespace
 
-    def docs_iter(self) -> Iterator[SearchTomeDoc]:
-        return iter(self._docs)
+    def docs_iter(self) -> SliceIter:
+        return SliceIter(self._docs)
 
     def docs_count(self) -> int:
         return len(self._docs)
@@ -64,7 +110,7 @@ class LeafDocs(BaseDocs):
         return SearchTomeDoc
 
     def docs_namespace(self) -> str:
-        return PREFIX
+        return self._namespace
 
     def docs_lang(self) -> str:
         return "en"
@@ -78,6 +124,15 @@ class LeafStore:
 
     def __init__(self, by_id: dict[str, SearchTomeDoc]) -> None:
         self._by_id = by_id
+
+    def __iter__(self) -> SliceIter:
+        return SliceIter(list(self._by_id.values()))
+
+    def count(self) -> int:
+        return len(self._by_id)
+
+    def built(self) -> bool:
+        return True  # held in memory: nothing to build
 
     def get(self, doc_id: str) -> SearchTomeDoc:
         return self._by_id[doc_id]
@@ -96,6 +151,9 @@ class SplitQueries(BaseQueries):
     def queries_iter(self) -> Iterator[GenericQuery]:
         return iter(self._queries)
 
+    def queries_count(self) -> int:
+        return len(self._queries)
+
     def queries_namespace(self) -> str:
         return PREFIX
 
@@ -109,6 +167,9 @@ class SplitQrels(BaseQrels):
 
     def qrels_iter(self) -> Iterator[GenericQrel]:
         return iter(self._qrels)
+
+    def qrels_count(self) -> int:
+        return len(self._qrels)
 
     def qrels_defs(self) -> dict[int, str]:
         return {1: "the ToC leaf whose section answers the question"}
@@ -141,21 +202,20 @@ def register(
     ds = open_dataset(source)
     base = f"{PREFIX}/{name or dataset_name(ds)}"
     root = str(Path(ds.root).resolve())
-    every = LeafDocs(ds.leaves())
-    ids = [base]
-    _add(base, root, every)
     for split in splits:
         if split not in SPLITS:
             from searchtome.errors import unknown_name
 
             raise unknown_name("split", split, SPLITS)
-        queries = ds.queries(split)
-        _add(f"{base}/{split}", root, every, SplitQueries(queries), SplitQrels(queries))
-        ids.append(f"{base}/{split}")
-        for book in ds.book_ids():
-            book_queries = ds.queries(split, book)
-            book_id = f"{base}/{book}/{split}"
-            docs = LeafDocs(ds.leaves(book))
-            _add(book_id, root, docs, SplitQueries(book_queries), SplitQrels(book_queries))
-            ids.append(book_id)
+    # One docs object per corpus, shared by every split built on it.
+    corpora = {base: LeafDocs(ds.leaves(), base)}
+    corpora |= {f"{base}/{b}": LeafDocs(ds.leaves(b), f"{base}/{b}") for b in ds.book_ids()}
+    ids = list(corpora)
+    for corpus_id, docs in corpora.items():
+        _add(corpus_id, root, docs)
+        book = None if corpus_id == base else corpus_id.rsplit("/", 1)[1]
+        for split in splits:
+            queries = ds.queries(split, book) if book else ds.queries(split)
+            _add(f"{corpus_id}/{split}", root, docs, SplitQueries(queries), SplitQrels(queries))
+            ids.append(f"{corpus_id}/{split}")
     return sorted(ids)

@@ -223,6 +223,8 @@ def test_depth_and_gzip(tiny_dataset, tmp_path):
     assert {len(ids) for ids in sub.run.rankings.values()} == {3}
     meta = json.loads((out / "meta.json").read_text())
     assert meta["command"].endswith("--depth 3 --gzip") and meta["run_info"]["depth"] == 3
+    # the config records the depth the run holds, not the baseline's default of 100
+    assert meta["config"]["depth"] == 3
     assert main([*argv, "--out", str(tmp_path / "deep")]) == 0
     assert max(len(ids) for ids in read_submission(tmp_path / "deep").run.rankings.values()) > 3
     assert main([*argv, "--out", str(out), "--depth", "0"]) == 1

@@ -58,11 +58,11 @@ def test_interrupted_encoding_resumes_without_redoing_batches(monkeypatch):
     calls = []
     real = Encoder._forward
 
-    def flaky(self, texts, prefix, max_tokens):
+    def flaky(self, texts, prefix, max_tokens, *role):
         calls.append(len(texts))
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(self, texts, prefix, max_tokens)
+        return real(self, texts, prefix, max_tokens, *role)
 
     monkeypatch.setattr(Encoder, "_forward", flaky)
     with pytest.raises(KeyboardInterrupt):

@@ -79,3 +79,94 @@ def test_dpr_over_a_sentence_transformers_folder_ranks_as_today(
     assert runs[0].rankings == runs[1].rankings
     for qid, scores in runs[0].scores.items():
         assert np.allclose(scores, runs[1].scores[qid], atol=1e-6)
+
+
+def _prompted_copy(folder: Path, prompts: dict[str, str], default: str | None = None) -> Path:
+    """The wheel's MiniLM copied, with the prompts an e5/bge/nomic-style model declares."""
+    import json
+    import shutil
+
+    shutil.copytree(minilm_path(), folder)
+    config = json.loads((folder / "config_sentence_transformers.json").read_text())
+    config.update(prompts=prompts, default_prompt_name=default)
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.parametrize("document", ["document", "passage"])
+@pytest.mark.parametrize("backend", ["sentence-transformers", "transformers"])
+def test_a_models_declared_prompts_are_used(tmp_path: Path, backend: str, document: str) -> None:
+    """Queries and passages get the model's prompts: the vectors of encode(prompt_name=...)."""
+    from sentence_transformers import SentenceTransformer
+
+    folder = _prompted_copy(
+        tmp_path / "e5-style", {"query": "query: ", document: "passage: ", "other": "x: "}
+    )
+    config = EncoderConfig(model=str(folder), backend=backend, cache=False)
+    enc = Encoder(config, tmp_path)
+    assert enc.prompts == {"query": "query: ", "passage": "passage: "}
+    reference = SentenceTransformer(str(folder), device="cpu")
+    reference.max_seq_length = config.query_max_tokens
+    want_q = reference.encode(TEXTS, prompt_name="query", normalize_embeddings=True)
+    reference.max_seq_length = config.passage_max_tokens
+    want_p = reference.encode(TEXTS, prompt_name=document, normalize_embeddings=True)
+    assert np.abs(enc.encode_queries(TEXTS) - want_q).max() < 1e-6
+    assert np.abs(enc.encode_passages(TEXTS) - want_p).max() < 1e-6
+    # and not the vectors without prompts, which is what was used before
+    assert np.abs(want_q - reference.encode(TEXTS, normalize_embeddings=True)).max() > 1e-3
+    told = enc.describe()["prompts"]
+    assert told == {
+        "query": {"text": "query: ", "source": "model:query"},
+        "passage": {"text": "passage: ", "source": f"model:{document}"},
+    }
+    # the config's own prefix wins; model_prompts=false turns the model's off
+    own = Encoder(replace(config, query_prefix="search: "), tmp_path)
+    assert own.prompts["query"] == "search: " and own.describe()["prompts"]["query"]["source"] == (
+        "config"
+    )
+    assert Encoder(replace(config, model_prompts=False), tmp_path).prompts == {
+        "query": "",
+        "passage": "",
+    }
+
+
+def test_a_default_prompt_serves_both_roles_and_bad_configs_are_one_line(tmp_path: Path) -> None:
+    from searchtome.baselines.model_files import declared_prompts
+
+    folder = _prompted_copy(tmp_path / "sym", {"retrieval": "Represent: "}, default="retrieval")
+    assert declared_prompts(str(folder)) == {
+        "query": ("retrieval", "Represent: "),
+        "passage": ("retrieval", "Represent: "),
+    }
+    # the wheel's MiniLM declares none: nothing changes for the committed runs
+    assert declared_prompts("minilm") == {} and Encoder().prompts == {"query": "", "passage": ""}
+    (folder / "config_sentence_transformers.json").write_text('{"prompts": {"query": 3}}')
+    with pytest.raises(SearchTomeError, match="'prompts' must map prompt names to strings"):
+        declared_prompts(str(folder))
+    (folder / "config_sentence_transformers.json").write_text("{oops")
+    with pytest.raises(SearchTomeError, match="not readable JSON"):
+        declared_prompts(str(folder))
+
+
+def test_meta_names_a_local_model_never_its_path(
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from searchtome.cli import main
+
+    monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path / "home"))
+    folder = _prompted_copy(tmp_path / "my-e5", {"query": "query: ", "document": "passage: "})
+    out = tmp_path / "run"
+    argv = ["--no-progress", "run", "dpr", "--data", str(tiny_dataset), "--out", str(out)]
+    assert main([*argv, "--set", f"encoder.model={folder}"]) == 0
+    text = (out / "meta.json").read_text()
+    assert str(tmp_path) not in text
+    meta = json.loads(text)
+    (model,) = meta["models"]
+    assert model.startswith("my-e5@sha256:") and len(model) == len("my-e5@sha256:") + 16
+    encoder = meta["run_info"]["notes"]["encoder"]
+    assert encoder["model"] == {"name": "my-e5", "revision": model.split("@")[1]}
+    assert encoder["config"]["model"] == "my-e5" and meta["config"]["encoder"]["model"] == "<PATH>"
+    assert "--set encoder.model=<PATH>" in meta["command"].replace("'", "")
+    assert encoder["prompts"]["passage"] == {"text": "passage: ", "source": "model:document"}

@@ -20,7 +20,9 @@ BOARD = ROOT / "leaderboard" / "whole-child"
 BASELINES = {
     "bm25",
     "bm25-plain",
+    "bm25-paper",
     "dpr",
+    "dpr-paper",
     "hybrid",
     "navtree",
     "toc-navtree",
@@ -58,6 +60,8 @@ def test_every_baseline_has_a_committed_run() -> None:
         info = meta["run_info"]  # what a result depends on besides the config and the seed
         assert info["machine"]["cpu"] and "avx512_bf16" in info["machine"]["isa"], name
         assert "dtype" in info and info["threads"]["counts"] is not None, name
+        # `--depth 10` cut the rankings: a config that has a depth says the same
+        assert meta["config"].get("depth", info["depth"]) == info["depth"], name
 
 
 def test_a_variant_reuses_its_baselines_adapter() -> None:
