@@ -7,6 +7,9 @@ matplotlib's Agg canvas, no pyplot: no global backend switch, no display needed.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 from searchtome.leaderboard.results import (
@@ -18,6 +21,29 @@ from searchtome.leaderboard.results import (
 )
 
 
+@contextmanager
+def _literal_text() -> Iterator[None]:
+    """Every string drawn as written: a system named ``x$^^$`` is a name, not mathtext.
+
+    matplotlib parses ``$...$`` as math by default, and a name it cannot parse raised out of
+    ``savefig`` and took the whole leaderboard down with it.
+    """
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        yield
+
+
+def _literally(draw: Callable[..., bytes]) -> Callable[..., bytes]:
+    def drawn(*args: Any) -> bytes:
+        with _literal_text():
+            return draw(*args)
+
+    drawn.__doc__, drawn.__name__ = draw.__doc__, draw.__name__
+    return drawn
+
+
+@_literally
 def plot(breakdown: Breakdown) -> bytes:
     """A grouped bar chart as PNG bytes (deterministic: no timestamp in the metadata)."""
     # An explicit Agg canvas: no pyplot, no global backend switch, no display needed.
@@ -67,6 +93,7 @@ def plot(breakdown: Breakdown) -> bytes:
     return buf.getvalue()
 
 
+@_literally
 def plot_paired(paired: PairedAnalysis) -> bytes:
     """``a`` − ``b`` per bucket with its bootstrap interval and p-value, as PNG bytes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -108,6 +135,7 @@ def _points(xs: list[int], ys: list[float | None], scale: float = 1.0) -> tuple[
     return [x for x, _ in kept], [y for _, y in kept]
 
 
+@_literally
 def plot_curves(curves: dict[str, LearningCurve]) -> bytes:
     """Dev R@1 (%) and training loss per epoch, one line per distinct training, the kept epoch
     starred; PNG bytes (deterministic: no timestamp in the metadata)."""
