@@ -19,6 +19,7 @@ from searchtome.leaderboard.results import (
     PairedAnalysis,
     curve_groups,
 )
+from searchtome.leaderboard.text import one_line
 
 
 @contextmanager
@@ -70,7 +71,7 @@ def plot(breakdown: Breakdown) -> bytes:
             width,
             yerr=errors,
             error_kw={"elinewidth": 0.8, "capsize": 1.5},
-            label=system,
+            label=one_line(system),
         )
     ax.set_xticks(x)
     ax.set_xticklabels(
@@ -121,7 +122,7 @@ def plot_paired(paired: PairedAnalysis) -> bytes:
     )
     ax.set_xlabel("training questions for the gold leaf")
     ax.set_ylabel(f"{paired.measure} difference (points)")
-    ax.set_title(paired.title + " (95% bootstrap CI)", fontsize=10)
+    ax.set_title(one_line(paired.title) + " (95% bootstrap CI)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     buf = io.BytesIO()
@@ -149,7 +150,7 @@ def plot_curves(curves: dict[str, LearningCurve]) -> bytes:
     dev_ax, loss_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     for i, group in enumerate(curve_groups(curves)):
         c, color = curves[group[0]], f"C{i}"
-        label = " = ".join(group)
+        label = one_line(" = ".join(group))
         dev_ax.plot(*_points(c.epochs, c.dev_r1, 100.0), marker="o", ms=3, color=color, label=label)
         best = c.best_dev_r1
         if best is not None:

@@ -212,7 +212,7 @@ def test_markdown_table_marks_the_kept_epoch(boards) -> None:
     ]
     assert (
         "- **stair**: 50 dev questions (greedy decoding), 3 epochs run, best epoch 3 "
-        "(dev R@1 30.0); why it stopped: reached max_epochs=3; training wall time 31.0 s."
+        "(dev R@1 30.0); why it stopped: reached max\\_epochs=3; training wall time 31.0 s."
     ) in section
     assert (
         "- **dsi**: 50 dev questions (greedy decoding), 4 epochs run, best epoch 2 "
