@@ -16,7 +16,7 @@ from typing import Any
 
 from searchtome.leaderboard.analyses import DEFAULT_PAIR, Resampling, analyses, paired_analysis
 from searchtome.leaderboard.comparison import OVERALL, ComparisonReport
-from searchtome.leaderboard.curves import learning_curves
+from searchtome.leaderboard.curves import curve_from_meta, learning_curves
 from searchtome.leaderboard.figures import plot, plot_curves, plot_paired
 from searchtome.leaderboard.html import render_html
 from searchtome.leaderboard.markdown import render_markdown
@@ -128,7 +128,10 @@ def _validate_one(folder: Path, dataset: Dataset, split: str) -> ValidationRepor
     for ``int``) is that submission's rejection reason, never the whole build's exit.
     """
     try:
-        return validate_submission(folder, dataset, split)
+        report = validate_submission(folder, dataset, split)
+        if report.ok and report.submission is not None:
+            _check_history(report)
+        return report
     except SearchTomeError as exc:
         return _unreadable(folder, split, "submission", str(exc), "unreadable")
     except (MemoryError, KeyboardInterrupt):
@@ -137,6 +140,17 @@ def _validate_one(folder: Path, dataset: Dataset, split: str) -> ValidationRepor
         log.debug("%s: validation raised", folder, exc_info=True)
         reason = f"could not be validated ({type(exc).__name__}: {exc})"
         return _unreadable(folder, split, "submission", reason, "unreadable")
+
+
+def _check_history(report: ValidationReport) -> None:
+    """A training history the curves cannot read rejects its submission (with file and field)."""
+    assert report.submission is not None
+    where = str(report.path / META_FILE)
+    try:
+        curve_from_meta(report.system, report.submission.meta, where)
+    except SearchTomeError as exc:
+        message = str(exc).removeprefix(f"{where}: ")
+        report.problems.append(Problem(where, None, "run_info", message, "training-history"))
 
 
 def _duplicate_systems(accepted: list[ValidationReport]) -> list[ValidationReport]:
