@@ -7,8 +7,6 @@ matplotlib's Agg canvas, no pyplot: no global backend switch, no display needed.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -22,29 +20,18 @@ from searchtome.leaderboard.results import (
 from searchtome.leaderboard.text import one_line
 
 
-@contextmanager
-def _literal_text() -> Iterator[None]:
-    """Every string drawn as written: a system named ``x$^^$`` is a name, not mathtext.
+def _literal(legend: Any) -> Any:
+    """The legend's entries drawn as written: a system named ``x$^^$`` is a name, not mathtext.
 
     matplotlib parses ``$...$`` as math by default, and a name it cannot parse raised out of
-    ``savefig`` and took the whole leaderboard down with it.
+    ``savefig`` and took the whole leaderboard down with it. Only the submitted names are
+    switched: the log axis's tick labels are mathtext of matplotlib's own.
     """
-    import matplotlib
-
-    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
-        yield
-
-
-def _literally(draw: Callable[..., bytes]) -> Callable[..., bytes]:
-    def drawn(*args: Any) -> bytes:
-        with _literal_text():
-            return draw(*args)
-
-    drawn.__doc__, drawn.__name__ = draw.__doc__, draw.__name__
-    return drawn
+    for text in legend.get_texts():
+        text.set_parse_math(False)
+    return legend
 
 
-@_literally
 def plot(breakdown: Breakdown) -> bytes:
     """A grouped bar chart as PNG bytes (deterministic: no timestamp in the metadata)."""
     # An explicit Agg canvas: no pyplot, no global backend switch, no display needed.
@@ -80,21 +67,22 @@ def plot(breakdown: Breakdown) -> bytes:
     )
     ax.set_xlabel(breakdown.xlabel)
     ax.set_ylabel(breakdown.ylabel)
-    ax.set_title(breakdown.title, fontsize=10)
+    ax.set_title(breakdown.title, fontsize=10, parse_math=False)
     if breakdown.ylabel.startswith("R@"):
         ax.set_ylim(0, 100)
     else:
         ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     if systems:
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        _literal(
+            ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        )
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
 
 
-@_literally
 def plot_paired(paired: PairedAnalysis) -> bytes:
     """``a`` − ``b`` per bucket with its bootstrap interval and p-value, as PNG bytes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -122,7 +110,7 @@ def plot_paired(paired: PairedAnalysis) -> bytes:
     )
     ax.set_xlabel("training questions for the gold leaf")
     ax.set_ylabel(f"{paired.measure} difference (points)")
-    ax.set_title(one_line(paired.title) + " (95% bootstrap CI)", fontsize=10)
+    ax.set_title(one_line(paired.title) + " (95% bootstrap CI)", fontsize=10, parse_math=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     buf = io.BytesIO()
@@ -136,7 +124,6 @@ def _points(xs: list[int], ys: list[float | None], scale: float = 1.0) -> tuple[
     return [x for x, _ in kept], [y for _, y in kept]
 
 
-@_literally
 def plot_curves(curves: dict[str, LearningCurve]) -> bytes:
     """Dev R@1 (%) and training loss per epoch, one line per distinct training, the kept epoch
     starred; PNG bytes (deterministic: no timestamp in the metadata)."""
@@ -159,7 +146,9 @@ def plot_curves(curves: dict[str, LearningCurve]) -> bytes:
         loss_ax.plot(*_points(c.epochs, positive), marker="o", ms=3, color=color, label=label)
     star = Line2D([], [], ls="", marker="*", ms=10, color="white", mec="black")
     handles, labels = dev_ax.get_legend_handles_labels()
-    dev_ax.legend([*handles, star], [*labels, "kept epoch"], fontsize=8, loc="lower right")
+    _literal(
+        dev_ax.legend([*handles, star], [*labels, "kept epoch"], fontsize=8, loc="lower right")
+    )
     sizes = {c.dev_queries for c in curves.values()}
     n = f", {sizes.pop():,} questions" if len(sizes) == 1 and None not in sizes else ""
     dev_ax.set_ylabel(f"dev R@1 (%{n})")

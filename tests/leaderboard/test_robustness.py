@@ -129,3 +129,14 @@ def test_a_board_where_every_submission_is_rejected_still_renders(
     result = build_leaderboard(ds, root, tmp_path / "lb", permutations=100, bootstrap=0)
     assert result.entries == [] and len(result.rejected) == 1
     assert "Rejected submissions" in (tmp_path / "lb" / "leaderboard.md").read_text()
+
+
+def test_a_math_name_in_the_curves_legend_and_log_ticks_still_math() -> None:
+    from searchtome.leaderboard.figures import plot_curves, plot_paired
+    from searchtome.leaderboard.results import LearningCurve, PairedAnalysis, PairedTest
+
+    curve = LearningCurve(MATH, [1, 2], [0.1, 0.2], [1.0, 0.01], [1.0, 2.0], 2, 10, "done", "a")
+    assert plot_curves({MATH: curve})[:4] == b"\x89PNG"
+    paired = PairedAnalysis(MATH, "$\\frac{", "R@1", "two-sided", 5)
+    paired.buckets = [PairedTest("0", 3, 0.5, 0.2, 0.3, 0.1, 0.5, 0.04)]
+    assert plot_paired(paired)[:4] == b"\x89PNG"
