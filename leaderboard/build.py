@@ -16,7 +16,7 @@ from typing import Any
 
 from searchtome.leaderboard.analyses import DEFAULT_PAIR, Resampling, analyses, paired_analysis
 from searchtome.leaderboard.comparison import OVERALL, ComparisonReport
-from searchtome.leaderboard.curves import learning_curves
+from searchtome.leaderboard.curves import curve_from_meta, learning_curves
 from searchtome.leaderboard.figures import plot, plot_curves, plot_paired
 from searchtome.leaderboard.html import render_html
 from searchtome.leaderboard.markdown import render_markdown
@@ -34,6 +34,7 @@ from searchtome.leaderboard.results import (
 )
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.significance import compare
+from searchtome.submissions.problems import Problem
 from searchtome.submissions.reader import find_predictions
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES
 from searchtome.submissions.validate import ValidationReport, validate_submission
@@ -56,6 +57,7 @@ FIGURE_FILES = {
     CURVES_KEY: "learning_curves.png",  # only when a submission recorded a training history
 }
 EXACT = 1e-9
+MAX_REASON = 500  # characters of an exception's text kept as a rejection reason
 
 
 def discover(submissions_dir: PathLike) -> list[Path]:
@@ -108,19 +110,100 @@ def run_checks(expected: Mapping[str, Any], entries: list[Entry]) -> list[CheckR
     return results
 
 
+def _unreadable(folder: Path, split: str, field: str, message: str, code: str) -> ValidationReport:
+    """A rejection for a folder the validator could not even read: one problem, its reason."""
+    prefix = f"{folder}: "
+    message = message[len(prefix) :] if message.startswith(prefix) else message
+    if len(message) > MAX_REASON:
+        message = message[:MAX_REASON] + "…"
+    problem = Problem(str(folder), None, field, message, code)
+    return ValidationReport(folder, folder.name, split, "unknown", [problem])
+
+
+def _validate_one(folder: Path, dataset: Dataset, split: str) -> ValidationReport:
+    """The folder's report; whatever goes wrong reading it rejects this folder only.
+
+    A submission is untrusted input and the board serves every other one: an error in one
+    (no predictions file, two of them, JSON nested past the parser's depth, a number too long
+    for ``int``) is that submission's rejection reason, never the whole build's exit.
+    """
+    try:
+        report = validate_submission(folder, dataset, split)
+        if report.ok and report.submission is not None:
+            _check_history(report)
+        return report
+    except SearchTomeError as exc:
+        return _unreadable(folder, split, "submission", str(exc), "unreadable")
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a validator bug or a hostile file: reject, log, go on
+        log.debug("%s: validation raised", folder, exc_info=True)
+        reason = f"could not be validated ({type(exc).__name__}: {exc})"
+        return _unreadable(folder, split, "submission", reason, "unreadable")
+
+
+def _check_history(report: ValidationReport) -> None:
+    """A training history the curves cannot read rejects its submission (with file and field)."""
+    assert report.submission is not None
+    where = str(report.path / META_FILE)
+    try:
+        curve_from_meta(report.system, report.submission.meta, where)
+    except SearchTomeError as exc:
+        message = str(exc).removeprefix(f"{where}: ")
+        report.problems.append(Problem(where, None, "run_info", message, "training-history"))
+
+
+def _duplicate_systems(accepted: list[ValidationReport]) -> list[ValidationReport]:
+    """The reports whose system name another accepted folder also claims.
+
+    The folder named like the system keeps it (``submissions/bm25`` is ``bm25``); when none is,
+    every claimant is rejected, since nothing says which one the name belongs to.
+    """
+    by_name: dict[str, list[ValidationReport]] = {}
+    for r in accepted:
+        by_name.setdefault(r.system, []).append(r)
+    out = []
+    for name, claimants in by_name.items():
+        if len(claimants) < 2:
+            continue
+        owners = [r for r in claimants if r.path.name == name]
+        keep = owners[0] if len(owners) == 1 else None
+        for r in claimants:
+            if r is keep:
+                continue
+            others = ", ".join(o.path.name for o in claimants if o is not r)
+            r.problems.append(
+                Problem(
+                    str(r.path / META_FILE),
+                    None,
+                    "system",
+                    f"{name!r} is also the system name of {others}; give each submission a "
+                    "distinct 'system' in meta.json",
+                    "duplicate-system",
+                )
+            )
+            out.append(r)
+    return out
+
+
 def _validate_all(
     folders: list[Path], dataset: Dataset, split: str
 ) -> tuple[list[ValidationReport], list[ValidationReport]]:
     """Accepted (with a submission) and rejected reports, in folder order."""
     accepted, rejected = [], []
     for folder in progress(folders, desc="validating", unit="submission"):
-        report = validate_submission(folder, dataset, split)
+        report = _validate_one(folder, dataset, split)
         if report.ok and report.submission is not None:
             accepted.append(report)
         else:
-            n = len(report.errors)
-            log.warning("%s: rejected with %d error%s", folder, n, "" if n == 1 else "s")
             rejected.append(report)
+    duplicates = _duplicate_systems(accepted)
+    dropped = {id(r) for r in duplicates}
+    accepted = [r for r in accepted if id(r) not in dropped]
+    rejected = sorted([*rejected, *duplicates], key=lambda r: folders.index(r.path))
+    for report in rejected:
+        n = len(report.errors)
+        log.warning("%s: rejected with %d error%s", report.path, n, "" if n == 1 else "s")
     return accepted, rejected
 
 

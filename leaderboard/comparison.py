@@ -106,10 +106,11 @@ class ComparisonReport:
 
     def to_markdown(self, scale: float = 100.0, digits: int = 1) -> str:
         letters = self.letters()
-        lines = [f"## Significance: {', '.join(self.systems)}", "", self._settings_line(), ""]
+        names = ", ".join(md_escape(s) for s in self.systems)
+        lines = [f"## Significance: {names}", "", self._settings_line(), ""]
         lines += [self._legend(), ""]
         for scope in self.scopes:
-            lines.append(f"### {scope} ({self.n_queries[scope]:,} queries)")
+            lines.append(f"### {md_escape(scope)} ({self.n_queries[scope]:,} queries)")
             lines.append("")
             lines.append("| | System | " + " | ".join(self.measures) + " |")
             lines.append("|---|---|" + "---:|" * len(self.measures))
@@ -135,7 +136,7 @@ class ComparisonReport:
                 else "–"
             )
             lines.append(
-                f"| {md_escape(t.scope)} | {t.measure} | {md_escape(t.a)} | {md_escape(t.b)} | "
+                f"| {md_escape(t.scope)} | {md_escape(t.measure)} | {md_escape(t.a)} | {md_escape(t.b)} | "
                 f"{t.diff * scale:+.{digits + 1}f} | {ci} | {fmt_p(t.p)} | {fmt_p(t.p_adjusted)} | "
                 f"{'*' if t.significant else ''} |"
             )

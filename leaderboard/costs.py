@@ -24,7 +24,11 @@ def _number(value: Any) -> float | None:
     """A finite, non-negative number, or None (bools are not numbers here)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    try:
+        number = float(value)  # an int like 10**400 has no float: absent, not a crash
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,9 @@ def curve_table(curves: Mapping[str, LearningCurve]) -> str:
     header, rows = curve_grid(curves)
     lines = ["| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "---:|" * len(header)]
     for row in rows:
-        cells = [f"**{text}**" if best and text else text for text, best in row]
+        cells = [
+            f"**{md_escape(text)}**" if best and text else md_escape(text) for text, best in row
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

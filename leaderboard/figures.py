@@ -7,6 +7,7 @@ matplotlib's Agg canvas, no pyplot: no global backend switch, no display needed.
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 from searchtome.leaderboard.results import (
@@ -16,6 +17,19 @@ from searchtome.leaderboard.results import (
     PairedAnalysis,
     curve_groups,
 )
+from searchtome.leaderboard.text import one_line
+
+
+def _literal(legend: Any) -> Any:
+    """The legend's entries drawn as written: a system named ``x$^^$`` is a name, not mathtext.
+
+    matplotlib parses ``$...$`` as math by default, and a name it cannot parse raised out of
+    ``savefig`` and took the whole leaderboard down with it. Only the submitted names are
+    switched: the log axis's tick labels are mathtext of matplotlib's own.
+    """
+    for text in legend.get_texts():
+        text.set_parse_math(False)
+    return legend
 
 
 def plot(breakdown: Breakdown) -> bytes:
@@ -44,7 +58,7 @@ def plot(breakdown: Breakdown) -> bytes:
             width,
             yerr=errors,
             error_kw={"elinewidth": 0.8, "capsize": 1.5},
-            label=system,
+            label=one_line(system),
         )
     ax.set_xticks(x)
     ax.set_xticklabels(
@@ -53,14 +67,16 @@ def plot(breakdown: Breakdown) -> bytes:
     )
     ax.set_xlabel(breakdown.xlabel)
     ax.set_ylabel(breakdown.ylabel)
-    ax.set_title(breakdown.title, fontsize=10)
+    ax.set_title(breakdown.title, fontsize=10, parse_math=False)
     if breakdown.ylabel.startswith("R@"):
         ax.set_ylim(0, 100)
     else:
         ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     if systems:
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        _literal(
+            ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        )
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
@@ -94,7 +110,7 @@ def plot_paired(paired: PairedAnalysis) -> bytes:
     )
     ax.set_xlabel("training questions for the gold leaf")
     ax.set_ylabel(f"{paired.measure} difference (points)")
-    ax.set_title(paired.title + " (95% bootstrap CI)", fontsize=10)
+    ax.set_title(one_line(paired.title) + " (95% bootstrap CI)", fontsize=10, parse_math=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     buf = io.BytesIO()
@@ -121,7 +137,7 @@ def plot_curves(curves: dict[str, LearningCurve]) -> bytes:
     dev_ax, loss_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     for i, group in enumerate(curve_groups(curves)):
         c, color = curves[group[0]], f"C{i}"
-        label = " = ".join(group)
+        label = one_line(" = ".join(group))
         dev_ax.plot(*_points(c.epochs, c.dev_r1, 100.0), marker="o", ms=3, color=color, label=label)
         best = c.best_dev_r1
         if best is not None:
@@ -130,7 +146,9 @@ def plot_curves(curves: dict[str, LearningCurve]) -> bytes:
         loss_ax.plot(*_points(c.epochs, positive), marker="o", ms=3, color=color, label=label)
     star = Line2D([], [], ls="", marker="*", ms=10, color="white", mec="black")
     handles, labels = dev_ax.get_legend_handles_labels()
-    dev_ax.legend([*handles, star], [*labels, "kept epoch"], fontsize=8, loc="lower right")
+    _literal(
+        dev_ax.legend([*handles, star], [*labels, "kept epoch"], fontsize=8, loc="lower right")
+    )
     sizes = {c.dev_queries for c in curves.values()}
     n = f", {sizes.pop():,} questions" if len(sizes) == 1 and None not in sizes else ""
     dev_ax.set_ylabel(f"dev R@1 (%{n})")

@@ -1,21 +1,23 @@
-"""``index.html``: the leaderboard as one self-contained page.
+"""``index.html``: the leaderboard as one self-contained page, rendered by jinja2.
 
 The page loads nothing from anywhere: CSS and the one small script are inline (admitted by the
 page's Content-Security-Policy, see :mod:`~searchtome.leaderboard.html_assets`), figures are
 ``data:`` URIs. It reads fully without JavaScript; the script adds sorting, a filter and domain
-tabs. Every string that comes from a submission or the dataset goes through :func:`html.escape`;
-external links are made only from ``http(s)`` URLs, and the links to each submission's files are
+tabs. This module turns a result into plain values (strings, :class:`Cell` s, :class:`Link` s);
+``templates/page.html.j2`` lays them out with autoescaping on, so every string is escaped unless
+this package marked it safe (only the stylesheet, the script and the figures' base64 are).
+External links are made only from ``http(s)`` URLs, and the links to each submission's files are
 relative to the page, so they work from a checkout and from a static host alike.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import os
 import re
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
@@ -43,9 +45,7 @@ from searchtome.leaderboard.results import (
 from searchtome.leaderboard.text import percent
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
 
-
-def _e(value: Any) -> str:
-    return escape(str(value), quote=True)
+TEMPLATES = Path(__file__).parent / "templates"  # package data (pyproject's package-data)
 
 
 @dataclass(frozen=True)
@@ -57,44 +57,42 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Link:
+    href: str
+    text: str
+    external: bool = False  # rel="nofollow noopener": it leaves the page's own files
+
+
+@dataclass(frozen=True)
 class Cell:
     text: str
     sort: float | None = None  # the numeric sort key (data-v); None = sort by text
     title: str = ""
     css: str = ""
-    markup: str = ""  # trusted HTML built here (links); replaces the escaped text
+    links: tuple[Link, ...] = ()  # shown instead of the text: links, " · " between them
 
 
-def _th(col: Column) -> str:
-    attrs = ' class="name"' if col.kind != "num" else ""
-    attrs += f' data-first="{col.first}"' if col.first else ""
-    attrs += f' title="{_e(col.title)}"' if col.title else ""
-    return f"<th{attrs}>{_e(col.label)}</th>"
+@dataclass(frozen=True)
+class Table:
+    id: str
+    columns: list[Column]
+    rows: list[list[Cell]]
+    sortable: bool = True  # the page's script turns sortable headers into buttons
 
 
-def _td(col: Column, cell: Cell) -> str:
+def _th_attrs(col: Column) -> list[tuple[str, str]]:
+    attrs = [("class", "name")] if col.kind != "num" else []
+    attrs += [("data-first", col.first)] if col.first else []
+    return attrs + ([("title", col.title)] if col.title else [])
+
+
+def _td_attrs(table: Table, col: Column, cell: Cell) -> list[tuple[str, str]]:
     classes = [cell.css] if cell.css else []
     classes += {"name": ["name", "sys"], "text": ["text"], "num": []}[col.kind]
-    attrs = f' class="{" ".join(classes)}"' if classes else ""
+    attrs = [("class", " ".join(classes))] if classes else []
     if col.kind == "num" and col.first:
-        attrs += f' data-v="{"" if cell.sort is None else repr(cell.sort)}"'
-    attrs += f' title="{_e(cell.title)}"' if cell.title else ""
-    return f"<td{attrs}>{cell.markup or _e(cell.text)}</td>"
-
-
-def _table(table_id: str, columns: list[Column], rows: list[list[Cell]]) -> str:
-    """A table whose sortable columns the page's script turns into buttons."""
-    head = "".join(_th(c) for c in columns)
-    body = "".join(
-        f'<tr data-i="{i}">'
-        + "".join(_td(c, x) for c, x in zip(columns, row, strict=True))
-        + "</tr>"
-        for i, row in enumerate(rows)
-    )
-    return (
-        f'<div class="scroll"><table id="{_e(table_id)}" class="sortable">'
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-    )
+        attrs.append(("data-v", "" if cell.sort is None else repr(cell.sort)))
+    return attrs + ([("title", cell.title)] if cell.title else [])
 
 
 def _bold_best(rows: list[list[Cell]], columns: list[int]) -> list[list[Cell]]:
@@ -185,7 +183,7 @@ DELTA_TITLE = (
 )
 
 
-def _main_table(result: LeaderboardResult) -> str:
+def _main_table(result: LeaderboardResult) -> Table:
     columns = [
         RANK,
         SYSTEM,
@@ -212,22 +210,19 @@ def _main_table(result: LeaderboardResult) -> str:
             ]
         )
     best_columns = [2, 3, 4, 8]  # R@1, R@3, nDCG@3, R@1 micro: higher is better
-    note = result.short_note(MAIN_MEASURES)
-    table = _table("main-table", columns, _bold_best(rows, best_columns))
-    return table + (f'<p class="note">{_e(note)}</p>' if note else "")
+    return Table("main-table", columns, _bold_best(rows, best_columns))
 
 
-def _domain_section(result: LeaderboardResult) -> str:
+def _domains(result: LeaderboardResult) -> dict[str, Any] | None:
     """Tabs (plain in-page links without the script), one table per domain."""
+    if not result.domains:
+        return None
     if len(result.domains) < 2:
-        if not result.domains:
-            return ""
-        return (
-            f'<p class="note" id="one-domain">Every query is in one domain, '
-            f"{_e(result.domains[0])}: the main table is its table.</p>"
-        )
-    tabs, panels = [], []
+        return {
+            "one": f"Every query is in one domain, {result.domains[0]}: the main table is its table."
+        }
     columns = [RANK, SYSTEM, *(Column(m) for m in MAIN_MEASURES)]
+    panels = []
     for i, domain in enumerate(result.domains):
         rows = [
             [
@@ -238,21 +233,17 @@ def _domain_section(result: LeaderboardResult) -> str:
             for e in result.entries
             if domain in e.per_domain
         ]
-        table = _table(f"domain-table-{i}", columns, _bold_best(rows, [2, 3, 4]))
-        tabs.append(
-            f'<a href="#domain-{i}" id="tab-{i}" role="tab" aria-controls="domain-{i}">'
-            f"{_e(domain)}</a>"
-        )
         panels.append(
-            f'<section id="domain-{i}" class="domain" role="tabpanel" aria-labelledby="tab-{i}">'
-            f"<h3>{_e(domain)}</h3>{table}</section>"
+            {
+                "name": domain,
+                "table": Table(f"domain-table-{i}", columns, _bold_best(rows, [2, 3, 4])),
+            }
         )
-    return (
-        '<p class="note">The main table is the macro average over these domains; '
-        f"{MARK} here comes from the per-domain tests.</p>"
-        f'<nav class="tabs" role="tablist" aria-label="Domain">{"".join(tabs)}</nav>'
-        + "".join(panels)
+    note = (
+        "The main table is the macro average over these domains; "
+        f"{MARK} here comes from the per-domain tests."
     )
+    return {"one": "", "note": note, "panels": panels}
 
 
 def submission_href(result: LeaderboardResult, e: Entry, name: str) -> str:
@@ -262,9 +253,9 @@ def submission_href(result: LeaderboardResult, e: Entry, name: str) -> str:
     return quote(Path(rel, name).as_posix())
 
 
-def _file_links(result: LeaderboardResult, e: Entry) -> str:
+def _file_links(result: LeaderboardResult, e: Entry) -> tuple[Link, ...]:
     names = [n for n in (e.predictions, META_FILE) if n]
-    return " · ".join(f'<a href="{_e(submission_href(result, e, n))}">{_e(n)}</a>' for n in names)
+    return tuple(Link(submission_href(result, e, n), n) for n in names)
 
 
 COST_COLUMNS: list[tuple[str, Column, Any]] = [
@@ -289,7 +280,7 @@ COST_COLUMNS: list[tuple[str, Column, Any]] = [
 ]
 
 
-def _cost_section(result: LeaderboardResult) -> str:
+def _cost_section(result: LeaderboardResult) -> tuple[Table, str]:
     """Cost columns from each run's ``meta.json`` (those no run records are left out)."""
     costs = {e.system: Cost.from_meta(e.meta) for e in result.entries}
     present = [
@@ -311,7 +302,7 @@ def _cost_section(result: LeaderboardResult) -> str:
             value = getattr(cost, key)
             cells.append(Cell("–") if value is None else Cell(fmt(value), value))
         cells.append(Cell(cost.hardware or "–"))
-        cells.append(Cell("", markup=_file_links(result, e)))
+        cells.append(Cell("", links=_file_links(result, e)))
         rows.append(cells)
     shown = {key for key, _, _ in present}
     missing = [col.label.lower() for key, col, _ in COST_COLUMNS if key not in shown]
@@ -320,61 +311,62 @@ def _cost_section(result: LeaderboardResult) -> str:
         "loading; the process's peak RSS) and hardware; – where a run does not record it."
     )
     if missing:
-        names = ", ".join(missing)
-        note += f" Not recorded by any run here, so not shown: {_e(names)}."
-    return _table("cost-table", columns, rows) + f'<p class="note">{note}</p>'
+        note += f" Not recorded by any run here, so not shown: {', '.join(missing)}."
+    return Table("cost-table", columns, rows), note
 
 
 # -- the other sections --------------------------------------------------------------------
 
 
-def _meta_value(key: str, value: Any) -> str:
+@dataclass(frozen=True)
+class MetaValue:
+    text: str
+    kind: Literal["text", "link", "code", "links"] = "text"
+    links: tuple[Link, ...] = ()
+
+
+def _meta_value(key: str, value: Any) -> MetaValue:
     if isinstance(value, list):
-        return _e(", ".join(str(v) for v in value) or "none")
+        return MetaValue(", ".join(str(v) for v in value) or "none")
     if (
         key == "url"
         and isinstance(value, str)
         and value.lower().startswith(("http://", "https://"))
     ):
-        return f'<a href="{_e(value)}" rel="nofollow noopener">{_e(value)}</a>'
+        return MetaValue(value, "link")
     if key == "command":
-        return f"<code>{_e(value)}</code>"
-    return _e(value)
+        return MetaValue(str(value), "code")
+    return MetaValue(str(value))
 
 
-def _submissions(result: LeaderboardResult) -> str:
+def _submissions(result: LeaderboardResult) -> list[dict[str, Any]]:
     subs = []
     for e in result.entries:
-        items = f"<dt>files</dt><dd>{_file_links(result, e)}</dd>"
-        items += "".join(
-            f"<dt>{_e(key)}</dt><dd>{_meta_value(key, e.meta[key])}</dd>"
-            for key in META_ORDER
-            if key in e.meta
-        )
-        subs.append(
-            f'<section class="submission"><h3>{_e(e.system)}</h3><dl>{items}</dl></section>'
-        )
-    return f'<h2 id="submissions">Submissions</h2>{"".join(subs)}' if subs else ""
+        links = _file_links(result, e)
+        items = [("files", MetaValue("", "links", links))]
+        items += [(key, _meta_value(key, e.meta[key])) for key in META_ORDER if key in e.meta]
+        subs.append({"system": e.system, "fields": items})
+    return subs
 
 
-def _rejected(result: LeaderboardResult) -> str:
-    if not result.rejected:
-        return ""
-    items = "".join(
-        f"<li><code>{_e(r.path)}</code>: {len(r.errors)} error{'s' if len(r.errors) != 1 else ''}"
-        f"<pre>{_e(chr(10).join(r.lines(10)))}</pre></li>"
+def _rejected(result: LeaderboardResult) -> list[dict[str, str]]:
+    return [
+        {
+            "path": str(r.path),
+            "count": f"{len(r.errors)} error{'s' if len(r.errors) != 1 else ''}",
+            "lines": "\n".join(r.lines(10)),
+        }
         for r in result.rejected
-    )
-    return f'<h2 id="rejected">Rejected submissions</h2><ul>{items}</ul>'
+    ]
 
 
 CHECK_CSS = {"OK": "ok", "within tolerance": "near", "FAIL": "fail"}
 
 
-def _checks(result: LeaderboardResult) -> str:
+def _checks(result: LeaderboardResult) -> dict[str, Any] | None:
     """The check report as a system × measure table, like ``leaderboard.md``'s."""
     if result.checks is None:
-        return ""
+        return None
     measures, grid = result.check_grid()
     columns = [Column("System", "", "name"), *(Column(m, "") for m in measures)]
     rows = [
@@ -385,13 +377,12 @@ def _checks(result: LeaderboardResult) -> str:
         ]
         for system, cells in grid
     ]
-    table = _table("check-table", columns, rows).replace(' class="sortable"', "")
-    note = result.short_note(measures)
-    return (
-        f'<h2 id="checks">Check against expectations</h2>{table}'
-        + (f'<p class="note">{_e(note)}</p>' if note else "")
-        + f'<p class="note">{_e(CHECK_LEGEND)}</p><p><strong>{_e(result.check_summary())}</strong></p>'
-    )
+    return {
+        "table": Table("check-table", columns, rows, sortable=False),
+        "short": result.short_note(measures),
+        "legend": CHECK_LEGEND,
+        "summary": result.check_summary(),
+    }
 
 
 def question_model_note(dataset: dict[str, Any]) -> str | None:
@@ -412,84 +403,97 @@ def question_model_note(dataset: dict[str, Any]) -> str | None:
     return f"Questions were generated offline by the local model {model or '(not recorded)'}."
 
 
-def _banner(result: LeaderboardResult) -> str:
+def _banner(result: LeaderboardResult) -> list[tuple[str, bool]]:
+    """The banner's note as (text, is code) pieces: the recorded note marks commands with backticks."""
     note = question_model_note(result.dataset)
     if note is None:
-        return ""
-    # The recorded note marks commands with backticks; show them as code.
-    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", _e(note))
-    return (
-        '<p class="banner" id="question-model" role="note"><strong>Demo-quality questions.</strong> '
-        f"{text} These scores show the pipeline working, not how well a system reads a book.</p>"
-    )
+        return []
+    parts = re.split(r"`([^`]+)`", note)
+    return [(text, i % 2 == 1) for i, text in enumerate(parts) if text]
 
 
-def _figure(result: LeaderboardResult, key: str, png: bytes) -> str:
+def _figure(result: LeaderboardResult, key: str, png: bytes) -> dict[str, str]:
     """One figure as a ``data:`` URI (the page's policy admits no other image)."""
-    title = result.figure_title(key)
-    data = base64.b64encode(png).decode("ascii")
-    return (
-        f'<figure><img id="fig-{_e(key)}" alt="{_e(title)}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{_e(title)}</figcaption></figure>"
-    )
+    return {
+        "key": key,
+        "title": result.figure_title(key),
+        "data": base64.b64encode(png).decode("ascii"),
+    }
 
 
-def _figures(result: LeaderboardResult, images: dict[str, bytes]) -> str:
-    figures = [_figure(result, key, png) for key, png in images.items() if key != CURVES_KEY]
-    if result.paired is not None:  # the pre-declared rare-leaf test, in one sentence
-        figures.append(f'<p class="note" id="rare-leaf">{_e(result.paired.rare_sentence())}</p>')
-    return f'<h2 id="analyses">Analyses</h2>{"".join(figures)}' if figures else ""
-
-
-def _curves(result: LeaderboardResult, images: dict[str, bytes]) -> str:
+def _curves(result: LeaderboardResult, images: dict[str, bytes]) -> dict[str, Any] | None:
     """The learning-curve figure, the per-epoch table (kept epoch bold) and a line per system."""
     if not result.curves:
-        return ""
+        return None
     header, grid = curve_grid(result.curves)
     columns = [Column(h, "") for h in header]
     rows = [[Cell(text, css="best" if best else "") for text, best in row] for row in grid]
-    table = _table("curve-table", columns, rows).replace(' class="sortable"', "")
-    figure = _figure(result, CURVES_KEY, images[CURVES_KEY]) if CURVES_KEY in images else ""
-    items = "".join(
-        f"<li><strong>{_e(system)}</strong>: {_e(text)}</li>"
-        for system, text in curve_notes(result.curves)
+    figure = _figure(result, CURVES_KEY, images[CURVES_KEY]) if CURVES_KEY in images else None
+    return {
+        "heading": CURVES_HEADING,
+        "intro": curve_intro(result.split),
+        "figure": figure,
+        "table": Table("curve-table", columns, rows, sortable=False),
+        "table_note": TABLE_NOTE,
+        "notes": curve_notes(result.curves),
+    }
+
+
+def _page(result: LeaderboardResult, images: dict[str, bytes]) -> dict[str, Any]:
+    """Everything the template shows, as plain values."""
+    n = result.entries[0].n_queries if result.entries else 0
+    n_dom = len(result.domains)
+    cost, cost_note = _cost_section(result)
+    return {
+        "subtitle": f"{result.dataset_line()}, {result.split} split, {n:,} queries, "
+        f"{n_dom} domain{'s' if n_dom != 1 else ''}; generated by searchtome "
+        f"{result.settings['searchtome']}",
+        "banner": _banner(result),
+        "main": _main_table(result),
+        "main_note": result.short_note(MAIN_MEASURES),
+        "settings_note": f"{result.settings_text()} Bold: the best value in its column. "
+        "Hover a value for its difference from the top system and its bootstrap interval; "
+        "click a column header to sort.",
+        "domains": _domains(result),
+        "cost": cost,
+        "cost_note": cost_note,
+        "figures": [_figure(result, k, png) for k, png in images.items() if k != CURVES_KEY],
+        "rare": result.paired.rare_sentence() if result.paired is not None else "",
+        "curves": _curves(result, images),
+        "submissions": _submissions(result),
+        "rejected": _rejected(result),
+        "checks": _checks(result),
+        "footer": "Each submission folder holds a predictions file and meta.json "
+        f"({', '.join(META_REQUIRED)}).",
+    }
+
+
+@functools.cache
+def template() -> Any:
+    """The page's jinja2 template (autoescape on, undefined names are errors)."""
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,  # every value is text unless marked safe here
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
     )
-    return (
-        f'<h2 id="learning-curves">{_e(CURVES_HEADING)}</h2>'
-        f'<p class="note">{_e(curve_intro(result.split))}</p>{figure}{table}'
-        f'<p class="note">{_e(TABLE_NOTE)}</p><ul class="curves">{items}</ul>'
+    env.globals.update(
+        zip=zip,
+        th_attrs=_th_attrs,
+        td_attrs=_td_attrs,
+        # Ours, not a submitter's: the stylesheet and the script the CSP admits by its hash.
+        css=Markup(CSS),
+        script=Markup(SCRIPT),
+        csp=CSP,
     )
+    return env.get_template("page.html.j2")
 
 
 def render_html(result: LeaderboardResult, images: dict[str, bytes]) -> str:
     """The page; ``images`` are the figures' PNG bytes, embedded as ``data:`` URIs."""
-    n = result.entries[0].n_queries if result.entries else 0
-    n_dom = len(result.domains)
-    head = (
-        '<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(CSP)}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<link rel="icon" href="data:,">'  # no favicon request
-        f"<title>SearchTome leaderboard</title><style>{CSS}</style></head>"
-    )
-    domains = _domain_section(result)
-    return (
-        f"<!DOCTYPE html>\n{head}<body><h1>SearchTome leaderboard</h1>"
-        f'<p class="sub">{_e(result.dataset_line())}, {_e(result.split)} split, {n:,} queries, '
-        f"{n_dom} domain{'s' if n_dom != 1 else ''}; generated by searchtome "
-        f"{_e(result.settings['searchtome'])}</p>{_banner(result)}"
-        f'<h2 id="main">Main table</h2>{_main_table(result)}'
-        f'<p class="note">{_e(result.settings_text())} Bold: the best value in its column. '
-        "Hover a value for its difference from the top system and its bootstrap interval; "
-        "click a column header to sort.</p>"
-        + (f'<h2 id="per-domain">Per domain</h2>{domains}' if domains else "")
-        + f'<h2 id="cost">Cost and files</h2>{_cost_section(result)}'
-        + _figures(result, images)
-        + _curves(result, images)
-        + _submissions(result)
-        + _rejected(result)
-        + _checks(result)
-        + '<p class="note">Each submission folder holds a predictions file and meta.json '
-        f"({_e(', '.join(META_REQUIRED))}).</p>"
-        f"<script>{SCRIPT}</script></body></html>\n"
-    )
+    return template().render(page=_page(result, images))

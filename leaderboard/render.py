@@ -7,7 +7,7 @@ import io
 from typing import Any
 
 from searchtome.leaderboard.scoring import Scoreboard
-from searchtome.leaderboard.text import percent
+from searchtome.leaderboard.text import percent, term_text
 
 from searchtome.io import dumps
 from searchtome.metrics.scorer import is_count
@@ -22,6 +22,7 @@ def _cell(measure: str, value: float) -> str:
 
 
 def _text_table(header: list[str], rows: list[list[str]]) -> str:
+    rows = [[term_text(c) for c in r] for r in rows]  # names are a submitter's text
     widths = [
         max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
     ]
@@ -58,7 +59,7 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
     out.append(_text_table(["System", "Answered", *names], rows))
     if board.queries is not None:
         for s in board.systems:
-            out.append(f"{s.system} by domain:")
+            out.append(f"{term_text(s.system)} by domain:")
             domain_rows = [
                 [
                     domain,
@@ -70,7 +71,7 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
             out.append(_text_table(["Domain", "Queries", *names], domain_rows))
     if by_query:
         for s in board.systems:
-            out.append(f"{s.system} by query:")
+            out.append(f"{term_text(s.system)} by query:")
             q_rows = [
                 [qid, "", *(f"{s.per_query[m][i]:.4f}" for m in names)]
                 for i, qid in enumerate(board.query_ids)

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.scoring import beyond_depth
-from searchtome.leaderboard.text import finite, md_escape, percent
+from searchtome.leaderboard.text import finite, md_escape, percent, term_text
 from searchtome.submissions.validate import ValidationReport
 
 from searchtome.io import PathLike, dumps, write_json
@@ -413,7 +413,7 @@ class LeaderboardResult:
         ]
         for domain, rows in self.domain_table_rows():
             for i, row in enumerate(rows):
-                label = f"**{domain}**" if i == 0 else ""
+                label = f"**{md_escape(domain)}**" if i == 0 else ""
                 lines.append(f"| {label} | {md_escape(row[0])} | " + " | ".join(row[1:]) + " |")
         note = self.short_note(MAIN_MEASURES)
         return "\n".join(lines) + "\n" + (f"\n{md_escape(note)}\n" if note else "")
@@ -421,14 +421,14 @@ class LeaderboardResult:
     def print_main_table(self, file: IO[str] | None = None) -> None:
         out = file or sys.stdout
         header = list(self.MAIN_HEADER)
-        rows = self.main_table_rows()
+        rows = [[term_text(c) for c in r] for r in self.main_table_rows()]
         widths = [
             max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
             for i, h in enumerate(header)
         ]
         print(
             f"SearchTome leaderboard, {self.split} split (macro average over domains, %; "
-            f"{MARK} = differs significantly from {self.best})",
+            f"{MARK} = differs significantly from {term_text(self.best)})",
             file=out,
         )
         print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)), file=out)
@@ -451,7 +451,7 @@ class LeaderboardResult:
                 "–" if c.expected is None or c.actual is None else f"{c.actual - c.expected:+.4f}"
             )
             lines.append(
-                f"{c.system}  {c.measure}  {exp}  {act}  {diff}  {c.tolerance:g}  {c.status}"
+                f"{term_text(c.system)}  {c.measure}  {exp}  {act}  {diff}  {c.tolerance:g}  {c.status}"
             )
         lines.append(self.check_summary())
         return "\n".join(lines)

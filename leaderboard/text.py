@@ -7,6 +7,8 @@ drift apart in how they print a value or escape a system name.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from typing import Any
 
 _LATEX = {
@@ -23,20 +25,50 @@ _LATEX = {
 }
 
 
-def md_escape(text: str) -> str:
-    """Text safe inside a markdown table cell: no column breaks, no HTML, one line."""
-    return (
-        text.replace("\\", "\\\\")
-        .replace("|", "\\|")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace("\n", " ")
+# Line and paragraph breaks of any kind, and the other control characters: a carriage return
+# in a system name used to end its table row and start a new one.
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Markdown's inline syntax (emphasis, code, links and images, headings, strike-through, table
+# cells) and GitHub's `$` math: escaped with a backslash, which CommonMark allows before any
+# ASCII punctuation and renders as the character itself.
+_MD_PUNCT = re.compile(r"([\\`*_\[\]!#~|$])")
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line: every control or line-break character becomes a space."""
+    return _BREAKS.sub(" ", str(text))
+
+
+def md_escape(text: object) -> str:
+    """Text safe anywhere in a markdown line or table cell: literal, one line, no HTML.
+
+    No link, image (a description's ``![x](https://...)`` would load from outside), heading,
+    emphasis, raw HTML tag or column break survives; the rendered text reads as written.
+    """
+    plain = one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_PUNCT.sub(r"\\\1", plain)
+
+
+def md_code(text: object) -> str:
+    """``text`` as a markdown code span: literal inside, fenced by more backticks than it holds."""
+    plain = one_line(text)
+    longest = max((len(run) for run in re.findall(r"`+", plain)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {plain} {fence}" if longest else f"{fence}{plain}{fence}"
+
+
+def term_text(text: object) -> str:
+    """Text safe to print on a terminal: control characters (escape sequences, carriage
+    returns that overwrite a line) shown as ``\\xNN`` instead of acted on."""
+    return "".join(
+        f"\\x{ord(ch):02x}" if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch
+        for ch in str(text)
     )
 
 
-def latex_escape(text: str) -> str:
-    """Text safe in LaTeX body text."""
-    return "".join(_LATEX.get(ch, ch) for ch in text)
+def latex_escape(text: object) -> str:
+    """Text safe in LaTeX body text (one line: a blank line would end the table's paragraph)."""
+    return "".join(_LATEX.get(ch, ch) for ch in one_line(text))
 
 
 def percent(value: float) -> str:

@@ -71,11 +71,13 @@ def _leaderboard(args: argparse.Namespace) -> int:
         check=args.check,
         pair=None if args.no_pair else (args.pair[0], args.pair[1]),
     )
+    from searchtome.leaderboard.text import term_text
+
     result.print_main_table()
-    for report in result.rejected:
-        print(f"rejected: {report.path}")
+    for report in result.rejected:  # folder names and reasons are a submitter's text
+        print(f"rejected: {term_text(report.path)}")
         for line in report.lines(10):
-            print(f"  {line}")
+            print(f"  {term_text(line)}")
     print(f"wrote {result.out_dir}/leaderboard.md, leaderboard.json, index.html")
     if args.write_expected:
         result.write_expected(args.write_expected, tolerance=args.tolerance)

@@ -88,7 +88,7 @@ def test_page_is_self_contained_and_escaped(html: str) -> None:
     assert f"script-src 'sha256-{digest}'" in CSP and "default-src 'none'" in CSP
     assert '<meta http-equiv="Content-Security-Policy"' in html
     assert "<img src=x" not in html
-    assert "&lt;img src=x onerror=alert(1)&gt; &amp; &quot;quotes&quot;" in html
+    assert "&lt;img src=x onerror=alert(1)&gt; &amp; &#34;quotes&#34;" in html
     assert "&lt;/dd&gt;&lt;script&gt;" in html
     assert 'href="javascript:' not in html
     assert '<a href="https://example.org/?a=1&amp;b=&lt;x&gt;"' in html

@@ -175,7 +175,7 @@ def test_report_renders_markdown_latex_json() -> None:
     }
     report = compare(systems, permutations=999, bootstrap=200)
     md = report.to_markdown()
-    assert "| a | STAIR & co_1 |" in md and "dsi\\|v2" in md
+    assert "| a | STAIR &amp; co\\_1 |" in md and "dsi\\|v2" in md
     assert "<sup>b</sup>" in md  # a beats b
     assert "Holm–Bonferroni" in md and "B = 999 sign flips" in md
     assert "a superscript lists the letters of the systems whose value it beats" in md
