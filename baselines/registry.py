@@ -23,6 +23,8 @@ BASELINE_MODULES: tuple[str, ...] = (
     "searchtome.baselines.bm25",
     "searchtome.baselines.dpr",
     "searchtome.baselines.navtree",
+    "searchtome.baselines.finetune",
+    "searchtome.baselines.rerank",
     "searchtome.baselines.generative.stair",
     "searchtome.baselines.generative.zeroshot",
 )
