@@ -198,7 +198,7 @@ class BookIndex:
         return self._signals[key]
 
 
-def _chunks_of_leaves(
+def chunks_of_leaves(
     leaves: Sequence[Any], encoder: Encoder, config: NavTreeConfig
 ) -> tuple[list[str], list[int], list[list[int]], list[str]]:
     """Chunk texts, chunk → leaf position, chunk → sentence ids, and all sentences."""
@@ -258,7 +258,7 @@ def build_book_index(
     leaves = dataset.leaves(book_id)
     if not leaves:
         raise SearchTomeError(f"book {book_id!r} has no leaves to retrieve")
-    chunk_texts, chunk_leaf, chunk_sents, sentences = _chunks_of_leaves(leaves, encoder, config)
+    chunk_texts, chunk_leaf, chunk_sents, sentences = chunks_of_leaves(leaves, encoder, config)
     leaf_ids = [x.leaf_id for x in leaves]
     chunk_vecs = encoder.encode_passages(chunk_texts, desc=f"encoding chunks ({book_id})")
     sent_vecs = encoder.encode_passages(sentences, desc=f"encoding sentences ({book_id})")
@@ -415,19 +415,32 @@ def rank_leaves(index: BookIndex, query: str, qvec: np.ndarray, config: NavTreeC
     return out
 
 
-def flat_leaves(index: BookIndex, query: str, qvec: np.ndarray, config: NavTreeConfig) -> list[str]:
-    """ToC leaves by their best chunk's fused score (``hybrid``): no tree, no walk."""
+def fused_chunk_scores(
+    index: BookIndex, query: str, qvec: np.ndarray, config: NavTreeConfig
+) -> np.ndarray:
+    """The hybrid's score of every chunk: z-scored (or min-max) dense and BM25, mixed by alpha."""
     dense_c, bm25_c, _, _ = index.signals(query, qvec)
     a, how = config.alpha, config.norm
-    chunk_s = a * normalise(dense_c, how) + (1 - a) * normalise(bm25_c, how)
-    out: list[str] = []
+    return a * normalise(dense_c, how) + (1 - a) * normalise(bm25_c, how)
+
+
+def flat_leaves(index: BookIndex, query: str, qvec: np.ndarray, config: NavTreeConfig) -> list[str]:
+    """ToC leaves by their best chunk's fused score (``hybrid``): no tree, no walk."""
+    chunk_s = fused_chunk_scores(index, query, qvec, config)
+    return [index.leaf_ids[i] for i, _ in best_chunks(index, chunk_s, config.depth)]
+
+
+def best_chunks(index: BookIndex, chunk_s: np.ndarray, depth: int) -> list[tuple[int, int]]:
+    """(leaf position, its best chunk) for the ``depth`` leaves whose best chunk ranks highest;
+    a leaf takes the rank of its first (best) chunk, ties in document order."""
+    out: list[tuple[int, int]] = []
     seen: set[int] = set()
-    for c in rank_desc(chunk_s):  # a leaf takes the rank of its first (best) chunk
+    for c in rank_desc(chunk_s):
         i = int(index.chunk_leaf[c])
         if i not in seen:
             seen.add(i)
-            out.append(index.leaf_ids[i])
-            if len(out) == config.depth:
+            out.append((i, int(c)))
+            if len(out) == depth:
                 break
     return out
 

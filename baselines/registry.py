@@ -24,6 +24,8 @@ BASELINE_MODULES: tuple[str, ...] = (
     "searchtome.baselines.dpr",
     "searchtome.baselines.paper",
     "searchtome.baselines.navtree",
+    "searchtome.baselines.finetune",
+    "searchtome.baselines.rerank",
     "searchtome.baselines.generative.stair",
     "searchtome.baselines.generative.zeroshot",
 )

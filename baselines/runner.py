@@ -284,6 +284,8 @@ def execute(
         "dtype": notes.pop("dtype", None),
         "notes": notes,
     }
+    if "parameters" in notes:  # a trained model's size, for the leaderboard's cost table
+        info["parameters"] = notes.pop("parameters")
     summary = [f"wall time {wall:.1f} s", f"peak RSS {memory['peak_rss_mib']:.0f} MiB"]
     if facts["manifest_sha256"]:
         summary.append(f"dataset manifest sha256 {facts['manifest_sha256']}")
