@@ -38,10 +38,16 @@ END = "<!-- searchtome:end -->"
 _BLOCK_RE = re.compile(r"<!-- searchtome:begin[^\n]*?-->.*?<!-- searchtome:end -->", re.DOTALL)
 _YAML_HEADER_RE = re.compile(r"\A---\r?\n.*?\r?\n---\r?\n", re.DOTALL)
 
-PAPER = "STAIR: Table of Contents as a Generative Index for Long Document Retrieval"
+# The title and authors as the paper's full text gives them; first names are not in our sources,
+# so the authors are their surnames (BibTeX reads each as a last name).
+PAPER = (
+    "STAIR (STructure Aware Information Retriever): A novel dataset and LLM based retriever "
+    "for document structure augmentation"
+)
 BIBTEX = """@misc{kumar2026stair,
-  title         = {{STAIR}: Table of Contents as a Generative Index for Long Document Retrieval},
+  title         = {{STAIR} ({ST}ructure {A}ware {I}nformation {R}etriever): A novel dataset and {LLM} based retriever for document structure augmentation},
   author        = {Kumar and Pulivarthi and Kumar and Sen and Bhat and Joshi},
+  institution   = {IBM},
   year          = {2026},
   eprint        = {2609.03874},
   archivePrefix = {arXiv},
