@@ -5,7 +5,8 @@ off the shelf with passages truncated to 512 tokens and queries to 256. These tw
 follow those recipes so that a leaderboard row answers "what did the paper's baselines get
 here", and the gap to ``bm25`` / ``dpr`` says what our tuned choices add.
 
-``bm25-paper`` scores exactly as Lucene 9 (Elasticsearch 8's engine) does with its defaults:
+``bm25-paper`` scores with Lucene 9's formula (Elasticsearch 8's engine) and its defaults, in
+float64 where Lucene computes in float32 (so near-ties may order differently):
 
 * the ``standard`` analyzer: Unicode word segmentation (UAX #29, as Lucene's
   ``StandardTokenizer``; the ``regex`` package's word boundaries implement the same rules), tokens

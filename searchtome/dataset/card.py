@@ -22,7 +22,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from searchtome.dataset.card_header import generated_metadata, hf_license, merge_metadata
+from searchtome.dataset.card_header import (
+    configs_for,
+    generated_metadata,
+    hf_license,
+    merge_metadata,
+)
 from searchtome.dataset.layout import CARD_FILE, CORPUS_FILE, MANIFEST_FILE, write_manifest
 from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
@@ -38,10 +43,16 @@ END = "<!-- searchtome:end -->"
 _BLOCK_RE = re.compile(r"<!-- searchtome:begin[^\n]*?-->.*?<!-- searchtome:end -->", re.DOTALL)
 _YAML_HEADER_RE = re.compile(r"\A---\r?\n.*?\r?\n---\r?\n", re.DOTALL)
 
-PAPER = "STAIR: Table of Contents as a Generative Index for Long Document Retrieval"
+# The title and authors as the paper's full text gives them; first names are not in our sources,
+# so the authors are their surnames (BibTeX reads each as a last name).
+PAPER = (
+    "STAIR (STructure Aware Information Retriever): A novel dataset and LLM based retriever "
+    "for document structure augmentation"
+)
 BIBTEX = """@misc{kumar2026stair,
-  title         = {{STAIR}: Table of Contents as a Generative Index for Long Document Retrieval},
+  title         = {{STAIR} ({ST}ructure {A}ware {I}nformation {R}etriever): A novel dataset and {LLM} based retriever for document structure augmentation},
   author        = {Kumar and Pulivarthi and Kumar and Sen and Bhat and Joshi},
+  institution   = {IBM},
   year          = {2026},
   eprint        = {2609.03874},
   archivePrefix = {arXiv},
@@ -103,13 +114,17 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
     """The generated part of the card, markers included."""
     root = Path(data_dir)
     ds = load(root)
+    blind = _blind_split(ds.manifest)
     lines = [BEGIN, ""]
     lines += _intro(ds, ds.manifest.get("name") or root.name)
-    lines += _usage(repo_id)
+    lines += _blind_note(blind) if blind else []
+    lines += _usage(root, repo_id, blind)
     lines += _books_table(ds)
     lines += _counts(ds)
-    lines += _provenance(ds.manifest)
-    lines += _how_to_score()
+    # A blind release's manifest keeps no generation or split record: say only what is here.
+    lines += [] if blind else _provenance(ds.manifest)
+    lines += _limitations(ds)
+    lines += _how_to_score(blind)
     lines += _licences(ds)
     lines += ["", "## Citation", "", f"SearchTome was introduced in *{PAPER}*:", "", "```bibtex"]
     lines += [BIBTEX, "```", "", END]
@@ -142,39 +157,66 @@ def _intro(ds: Dataset, name: str) -> list[str]:
     ]
 
 
-def _usage(repo_id: str | None) -> list[str]:
-    """The configurations and how to load them, with ``datasets`` or ``searchtome``."""
+# What one row of each of our configs is, and its columns (the names in the parquet files).
+_CONFIG_ROWS = {
+    "corpus": "retrieval leaf: `leaf_id`, `book_id`, `domain`, `path`, `title`, `text`, pages",
+    "queries": "question: `query_id`, `book_id`, `domain`, `text`, `unit_id`, `model_generated`",
+    "default": "qrel (BEIR's and MTEB's names): `query-id`, `corpus-id` (a `leaf_id`), `score`",
+    "books": "book: `book_id`, catalog entry, licence, restrictions, counts",
+    "toc": "ToC node, leaf or not: `node_id`, `parent_id`, level, path, page",
+    "paragraphs": "extracted paragraph of a leaf: `paragraph_id`, `leaf_id`, text",
+    "units": "generation unit: `unit_id`, the paragraphs a question was written from",
+}
+
+
+def _config_row(config: Mapping[str, Any], blind: str | None) -> list[str]:
+    name = str(config["config_name"])
+    splits = " / ".join(dict.fromkeys(str(f["split"]) for f in config["data_files"]))
+    what = _CONFIG_ROWS.get(name)
+    if what is None:  # MTEB's per-book configs (an MTEB export in mteb/)
+        kind = name.rsplit("-", 1)[-1]
+        what = {
+            "corpus": "MTEB corpus row: `id` (a `leaf_id`), `title`, `text`",
+            "queries": "MTEB query row: `id` (a `query_id`), `text`",
+            "qrels": "MTEB qrel: `query-id`, `corpus-id`, `score`",
+        }.get(kind, "see the files")
+    if name == "queries" and blind:
+        what += f" (the {blind} split: `query_id`, `book_id`, `domain`, `text` only)"
+    return [f"`{name}`", splits, what]
+
+
+def _usage(root: Path, repo_id: str | None, blind: str | None = None) -> list[str]:
+    """The configurations this folder holds, their columns, and how to load them."""
     where = repo_id or "path/to/this/folder"
-    return [
+    configs = configs_for(root)
+    names = {str(c["config_name"]) for c in configs}
+    split = "dev" if blind == "test" else "test"
+    holders = ", ".join(f"`{n}`" for n in ("corpus", "paragraphs", "units") if n in names)
+    lines = [
         "## Configurations",
         "",
-        *_table(
-            ["config", "splits", "one row per"],
-            [
-                ["default", "train / dev / test", "qrel: `query-id`, `corpus-id`, `score`"],
-                [
-                    "corpus",
-                    "corpus",
-                    "retrieval leaf: id, book, domain, ToC path, title, text, pages",
-                ],
-                [
-                    "queries",
-                    "train / dev / test",
-                    "question: id, book, domain, text, generation unit",
-                ],
-                ["books", "books", "book: catalog entry, licence, restrictions, counts"],
-                ["toc", "toc", "ToC node, leaf or not: parent, level, path, page"],
-                ["paragraphs", "paragraphs", "extracted paragraph of a leaf"],
-                ["units", "units", "generation unit: the paragraphs a question was written from"],
-            ],
-        ),
+        *_table(["config", "splits", "one row per"], [_config_row(c, blind) for c in configs]),
+        "",
+        "Column names: every id is `{thing}_id` and holds the same value wherever it appears "
+        f"(`leaf_id` in {holders}; the qrels' `corpus-id`; MTEB's corpus `id`); only the qrels "
+        "keep the `query-id` / `corpus-id` / `score` names that BEIR and MTEB read.",
+    ]
+    if any(n.endswith("-corpus") for n in names):
+        lines += [
+            "",
+            "The `{book}-corpus` / `{book}-queries` / `{book}-qrels` configs are MTEB's layout "
+            "of the same rows (`mteb/`, written by `searchtome export mteb DATA --out "
+            "DATA/mteb`): MTEB's loader reads this repository with one subset per book.",
+        ]
+    return [
+        *lines,
         "",
         "```python",
         "from datasets import load_dataset",
         "",
         f'corpus = load_dataset("{where}", "corpus", split="corpus")',
-        f'queries = load_dataset("{where}", "queries", split="test")',
-        f'qrels = load_dataset("{where}", "default", split="test")',
+        f'queries = load_dataset("{where}", "queries", split="{split}")',
+        f'qrels = load_dataset("{where}", "default", split="{split}")',
         "",
         "import searchtome  # typed access: books, ToC, leaves, queries, gold leaves",
         "",
@@ -183,6 +225,48 @@ def _usage(repo_id: str | None) -> list[str]:
         "",
         "BEIR files: `searchtome export beir DATA --out beir/` (one folder per book plus a pooled one).",
         "",
+    ]
+
+
+def _blind_split(manifest: Mapping[str, Any]) -> str | None:
+    blind = manifest.get("blind")
+    return str(blind.get("split")) if isinstance(blind, Mapping) and blind.get("split") else None
+
+
+def _blind_note(split: str) -> list[str]:
+    return [
+        f"> **Blind release: the {split} split's gold is not in this folder.** Its questions are "
+        "here (opaque ids, text only: no gold leaf, generation unit or hand-written flag); the "
+        f"{split} qrels, the generation units and the build records are in the private folder "
+        "the organisers keep. Submit rankings for the "
+        f"{split} questions to be scored; train and dev are complete.",
+        "",
+    ]
+
+
+def _limitations(ds: Dataset) -> list[str]:
+    """What the data cannot tell a user, and the biases a result inherits from how it was made."""
+    model = str(_section(ds.manifest, "generation", _GEN_FALLBACKS).get("model") or "an LLM")
+    domains = sorted({ds.domain(b) for b in ds.book_ids()})
+    return [
+        "",
+        "## Limitations and biases",
+        "",
+        f"- **The questions are LLM-generated** ({model}), each from one paragraph, and not "
+        "reviewed by people: some are ambiguous, answerable from several sections, or not "
+        "answerable from the text at all, and their wording follows the paragraph, which favours "
+        "lexical matching (BM25) over what real users would ask.",
+        "- **One leaf per question.** The gold is the leaf whose section held the paragraph; a "
+        "system that names another section with the same answer (a summary, a glossary, an "
+        "overlapping chapter) is scored as wrong, so scores are a lower bound on usefulness, and "
+        "sections that many paragraphs come from dominate the question counts.",
+        "- **Rank within the question's own book**: the corpus is one book's leaves (tens to a few "
+        "hundred), not a collection; pooling books (`searchtome/NAME/SPLIT` in ir_datasets) is a "
+        "different, harder task.",
+        f"- **Open English textbooks only** ({', '.join(domains)}): results say little about "
+        "other languages, genres, or documents whose table of contents is missing or unreliable.",
+        "- Section text comes from PDF extraction: running headers, figures and tables can be "
+        "garbled or missing.",
     ]
 
 
@@ -281,7 +365,17 @@ def _provenance(manifest: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _how_to_score() -> list[str]:
+def _how_to_score(blind: str | None = None) -> list[str]:
+    if blind:
+        return [
+            "",
+            "## How to score",
+            "",
+            f"The {blind} gold is held back, so {blind} runs are scored by the organisers "
+            "(`searchtome score RUN --qrels PRIVATE`); the train and dev splits score here "
+            "with `searchtome score RUN --data DATA --split dev`. A submission ranks leaf ids "
+            'per question (`predictions.jsonl`: `{"query_id", "leaf_ids": [...]}`, best first).',
+        ]
     return [
         "",
         "## How to score",
@@ -360,6 +454,9 @@ def build_card(
             ) from None
         theirs = old.data.to_dict()
         body = old.text
+        # Earlier cards named the dataset by its manifest name: that was ours, not the user's.
+        if theirs.get("pretty_name") == load(data_dir).manifest.get("name"):
+            theirs.pop("pretty_name")
     merged, notes = merge_metadata(theirs, ours)
     if _BLOCK_RE.search(body):
         body = _BLOCK_RE.sub(lambda _: block.rstrip("\n"), body, count=1)

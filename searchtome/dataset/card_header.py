@@ -56,13 +56,12 @@ _CC_WORDS = {
 _CC_ORDER = ("by", "nc", "nd", "sa")
 
 # Keys of our YAML header that are facts about the data: always regenerated.
-_OWNED_KEYS = ("license", "size_categories")
+_OWNED_KEYS = ("license", "size_categories", "source_datasets")
 # List keys: the user's entries first, then ours.
 _LIST_KEYS = (
     "language",
     "language_creators",
     "annotations_creators",
-    "source_datasets",
     "task_categories",
     "task_ids",
     "tags",
@@ -147,7 +146,60 @@ def configs_for(data_dir: PathLike) -> list[dict[str, Any]]:
                 )
         elif (root / file).is_file():
             configs.append({"config_name": name, "data_files": [{"split": name, "path": file}]})
+    return configs + mteb_configs(root)
+
+
+# Where `searchtome export mteb DATA --out DATA/mteb` puts MTEB's layout inside a dataset folder,
+# so that one Hub repository serves `datasets` users (the configs above) and MTEB's loader (the
+# `{book}-corpus` / `{book}-queries` / `{book}-qrels` configs, MTEB's column names).
+MTEB_DIR = "mteb"
+
+
+def mteb_configs(root: Path) -> list[dict[str, Any]]:
+    """MTEB's per-book configs for an MTEB export in ``root/mteb``, paths relative to ``root``."""
+    summary = root / MTEB_DIR / "searchtome-export.json"
+    if not summary.is_file():
+        return []
+    import json
+
+    written = json.loads(summary.read_text(encoding="utf-8"))
+    splits = written.get("splits", SPLITS)
+    configs = []
+    for book in sorted(written.get("subsets", {})):
+        here = f"{MTEB_DIR}/{book}"  # the files dataset/mteb_layout.py writes per book
+        configs += [
+            {
+                "config_name": f"{book}-corpus",
+                "data_files": [{"split": "corpus", "path": f"{here}/corpus.parquet"}],
+            },
+            {
+                "config_name": f"{book}-queries",
+                "data_files": [{"split": s, "path": f"{here}/queries/{s}.parquet"} for s in splits],
+            },
+            {
+                "config_name": f"{book}-qrels",
+                "data_files": [{"split": s, "path": f"{here}/qrels/{s}.parquet"} for s in splits],
+            },
+        ]
     return configs
+
+
+def pretty_name(manifest: Mapping[str, Any], titles: Sequence[str], domains: Sequence[str]) -> str:
+    """A name for people: ``SearchTome: The Whole Child: ... (reproduction's release)``."""
+    what = titles[0] if len(titles) == 1 else f"{len(titles)} books in {len(domains)} domain(s)"
+    source = manifest.get("source") if isinstance(manifest.get("source"), Mapping) else {}
+    imported = " (an independent reproduction's release)" if source.get("repository") else ""
+    blind = manifest.get("blind") if isinstance(manifest.get("blind"), Mapping) else {}
+    held = f", {blind.get('split')} gold held back" if blind else ""
+    return f"SearchTome: {what}{imported}{held}"
+
+
+def source_datasets(manifest: Mapping[str, Any]) -> list[str]:
+    """What the data was converted from: a foreign release, or ``original`` (built from PDFs)."""
+    source = manifest.get("source") if isinstance(manifest.get("source"), Mapping) else {}
+    if source.get("repository"):
+        return [f"extended|{source['repository']}"]
+    return ["original"]
 
 
 def merge_configs(
@@ -231,15 +283,17 @@ def generated_metadata(data_dir: PathLike) -> dict[str, Any]:
     ds = load(data_dir)
     licenses = sorted({hf_license(ds.books[b].book.license) for b in ds.book_ids()}) or ["other"]
     total = sum(len(ds.queries(s)) for s in SPLITS)
+    titles = [ds.books[b].book.title for b in ds.book_ids()]
+    domains = sorted({ds.domain(b) for b in ds.book_ids()})
     meta: dict[str, Any] = {
-        "pretty_name": ds.manifest.get("pretty_name") or ds.manifest.get("name") or "SearchTome",
+        "pretty_name": ds.manifest.get("pretty_name") or pretty_name(ds.manifest, titles, domains),
         "license": licenses[0] if len(licenses) == 1 else licenses,
         "language": ["en"],
         "multilinguality": ["monolingual"],
         "language_creators": ["found"],  # the books' own text
         "annotations_creators": annotation_creators(ds.manifest),
-        # The texts are the books themselves, not another Hub dataset.
-        "source_datasets": ["original"],
+        # Built from the books' PDFs: "original"; imported: the release it was converted from.
+        "source_datasets": source_datasets(ds.manifest),
         "task_categories": ["text-retrieval"],
         "task_ids": ["document-retrieval"],
         "tags": ["searchtome", "long-document-retrieval", "table-of-contents", "mteb"],

@@ -209,3 +209,67 @@ def test_size_category() -> None:
     assert size_category(999) == "n<1K"
     assert size_category(3214) == "1K<n<10K"
     assert size_category(10_000) == "10K<n<100K"
+
+
+def test_card_names_the_data_says_where_it_came_from_and_what_it_cannot_tell(
+    data: Path,
+) -> None:
+    card = write_card(data).read_text()
+    meta = _header(card)
+    ds = load(data)
+    assert meta["pretty_name"] == "SearchTome: 2 books in 2 domain(s)"
+    assert meta["pretty_name"] != ds.manifest["name"]
+    assert "## Limitations and biases" in card
+    assert "**The questions are LLM-generated**" in card and "**One leaf per question.**" in card
+    # an imported release says what it was converted from, and the earlier default name goes
+    manifest = read_json(data / "manifest.json")
+    manifest["source"] = {"repository": "https://github.com/someone/release", "license": "x"}
+    write_manifest(data, {k: v for k, v in manifest.items() if k not in ("files", "format")})
+    old = (data / "README.md").read_text().replace(meta["pretty_name"], ds.manifest["name"])
+    (data / "README.md").write_text(old)
+    meta = _header(write_card(data).read_text())
+    assert meta["source_datasets"] == ["extended|https://github.com/someone/release"]
+    assert meta["pretty_name"].endswith("(an independent reproduction's release)")
+
+
+def test_one_folder_serves_datasets_and_mtebs_loader(data: Path, offline_datasets: Path) -> None:
+    pytest.importorskip("mteb", reason="needs the mteb extra: pip install 'searchtome[mteb]'")
+    from datasets import load_dataset
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalDatasetLoader
+
+    from searchtome.dataset.mteb_layout import export_mteb
+
+    export_mteb(data, data / "mteb")
+    card = write_card(data).read_text()
+    names = [c["config_name"] for c in _header(card)["configs"]]
+    assert names[:3] == ["corpus", "queries", "default"] and "beta-law-corpus" in names
+    assert "MTEB's loader reads this repository with one subset per book" in card
+    kw = {"cache_dir": str(offline_datasets)}
+    ours = load_dataset(str(data), "corpus", split="corpus", **kw)
+    theirs = load_dataset(str(data), "beta-law-corpus", split="corpus", **kw)
+    assert theirs.column_names == ["id", "title", "text"]
+    assert theirs["id"] == [i for i in ours["leaf_id"] if i.startswith("beta-law/")]
+    loaded = RetrievalDatasetLoader(
+        hf_repo=str(data), revision=None, split="test", config="beta-law"
+    ).load()
+    ds = load(data)
+    assert loaded["relevant_docs"] == {
+        q.query_id: {q.leaf_id: 1} for q in ds.queries("test", "beta-law")
+    }
+
+
+def test_a_blind_card_describes_only_its_folder(data: Path, tmp_path: Path) -> None:
+    from searchtome.dataset.blind import make_blind
+
+    result = make_blind(data, tmp_path / "public", tmp_path / "private", "test")
+    card = (result.public / "README.md").read_text()
+    meta = _header(card)
+    names = [c["config_name"] for c in meta["configs"]]
+    assert "units" not in names and not (result.public / "units.parquet").exists()
+    default = next(c for c in meta["configs"] if c["config_name"] == "default")
+    assert [f["split"] for f in default["data_files"]] == ["train", "dev"]  # no test gold
+    assert "`units`" not in card and "Question generation:" not in card
+    assert "Blind release: the test split's gold is not in this folder" in card
+    assert "test split: `query_id`, `book_id`, `domain`, `text` only" in card
+    assert "--split test" not in card and 'split="dev")' in card
+    assert meta["pretty_name"].endswith("test gold held back")
