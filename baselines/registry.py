@@ -39,6 +39,15 @@ class RunContext:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
+def count_parameters(model: Any) -> int | None:
+    """A torch model's parameter count (LoRA layers injected into it included); None without
+    one. Recorded as ``run_info.parameters``: the leaderboard's Parameters column."""
+    params = getattr(model, "parameters", None)
+    if not callable(params):
+        return None
+    return int(sum(p.numel() for p in params()))
+
+
 @dataclass(frozen=True)
 class BaselineSpec:
     name: str

@@ -28,6 +28,7 @@ from typing import Any
 from searchtome.config import make_config
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import cpu_facts, hardware
+from searchtome.records import BASELINE_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +248,9 @@ def execute(
     notes = _portable_notes(dict(ctx.notes))
     models = [str(m) for m in notes.pop("models", [])]
     description = str(notes.pop("description", spec.summary))
+    system_type = BASELINE_TYPES.get(name)
+    # A lexical baseline learns nothing; others say what their model holds (None: unknown).
+    parameters = notes.pop("parameters", 0 if system_type == "lexical" else None)
     memory = peak_memory()
     info = {
         "system": name,
@@ -264,6 +268,8 @@ def execute(
         # says so in its notes; null: no neural model): bf16 results differ between CPU families.
         "machine": cpu_facts(),
         "dtype": notes.pop("dtype", None),
+        "system_type": system_type,  # the leaderboard's Type column
+        "parameters": parameters,
         "notes": notes,
     }
     summary = [f"wall time {wall:.1f} s", f"peak RSS {memory['peak_rss_mib']:.0f} MiB"]

@@ -70,6 +70,7 @@ class Cell:
     title: str = ""
     css: str = ""
     links: tuple[Link, ...] = ()  # shown instead of the text: links, " · " between them
+    colour: str = ""  # a swatch before the text: the system's colour on every figure
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,50 @@ DELTA_TITLE = (
 )
 
 
+def _system(result: LeaderboardResult, e: Entry) -> Cell:
+    """A system's name with its swatch: the colour its bars and lines have in every figure."""
+    return Cell(e.system, colour=result.colours.get(e.system, ""))
+
+
+TYPE_TITLE = "lexical, dense, hybrid, generative or zero-shot (run_info.system_type)"
+
+
+def _card_cells(e: Entry, with_parameters: bool) -> list[Cell]:
+    """Type, model, parameters, training data, date and link: what the system is."""
+    card = e.card
+    params = card.parameters
+    link = (Link(card.url, card.url_text, external=True),) if card.url else ()
+    cells = [Cell(card.system_type or "–"), Cell(card.model or "–")]
+    if with_parameters:
+        cells.append(Cell("–") if params is None else Cell(fmt_count(params), params))
+    return [
+        *cells,
+        Cell(card.trained_on or "–"),
+        Cell(card.date or "–"),
+        Cell("–" if not link else "", links=link, title=card.url),
+    ]
+
+
+def _card_columns(result: LeaderboardResult) -> list[Column]:
+    """The card's columns; Parameters only when some run records them (like the cost table)."""
+    if any(e.card.parameters is not None for e in result.entries):
+        return CARD_COLUMNS
+    return [c for c in CARD_COLUMNS if c.label != "Parameters"]
+
+
+CARD_COLUMNS = [
+    Column("Type", "asc", "text", TYPE_TITLE),
+    Column("Model", "asc", "text", "meta.json models"),
+    Column("Parameters", "asc", title="run_info.parameters: learned parameters, a count"),
+    Column("Trained on", "asc", "text", "meta.json trained_on: the splits it learned from"),
+    Column("Date", "asc", "text", "meta.json date: when the predictions were made"),
+    Column("Paper / code", "", "text", "meta.json url"),
+]
+
+
 def _main_table(result: LeaderboardResult) -> Table:
+    card_columns = _card_columns(result)
+    with_parameters = len(card_columns) == len(CARD_COLUMNS)
     columns = [
         RANK,
         SYSTEM,
@@ -193,6 +237,7 @@ def _main_table(result: LeaderboardResult) -> Table:
         Column("Invalid@1", "asc", title="top answer exists nowhere in the book (%)"),
         Column("R@1 micro", title="mean over queries, not over domains"),
         Column("Queries"),
+        *card_columns,
     ]
     rows = []
     for e in result.entries:
@@ -200,13 +245,14 @@ def _main_table(result: LeaderboardResult) -> Table:
         rows.append(
             [
                 Cell(str(e.rank), e.rank),
-                Cell(e.system),
+                _system(result, e),
                 *(_measure_cell(result, e, m, agg, OVERALL) for m in MAIN_MEASURES),
                 _delta_cell(result, e, "R@1"),
                 Cell(f"{agg['NonLeaf@1'] * 100:.2f}", agg["NonLeaf@1"]),
                 Cell(f"{agg['Invalid@1'] * 100:.2f}", agg["Invalid@1"]),
                 Cell(percent(e.micro["R@1"]), e.micro["R@1"]),
                 Cell(str(e.n_queries), e.n_queries),
+                *_card_cells(e, with_parameters),
             ]
         )
     best_columns = [2, 3, 4, 8]  # R@1, R@3, nDCG@3, R@1 micro: higher is better
@@ -227,7 +273,7 @@ def _domains(result: LeaderboardResult) -> dict[str, Any] | None:
         rows = [
             [
                 Cell(str(e.rank), e.rank),
-                Cell(e.system),
+                _system(result, e),
                 *(_measure_cell(result, e, m, e.per_domain[domain], domain) for m in MAIN_MEASURES),
             ]
             for e in result.entries
@@ -241,9 +287,31 @@ def _domains(result: LeaderboardResult) -> dict[str, Any] | None:
         )
     note = (
         "The main table is the macro average over these domains; "
-        f"{MARK} here comes from the per-domain tests."
+        f"{MARK} here comes from the per-domain tests. Side by side first, then one tab per domain."
     )
-    return {"one": "", "note": note, "panels": panels}
+    return {"one": "", "note": note, "side": _side_by_side(result), "panels": panels}
+
+
+def _side_by_side(result: LeaderboardResult) -> Table:
+    """Every domain's R@1, R@3 and nDCG@3 in one row per system, domain after domain."""
+    columns = [RANK, SYSTEM]
+    columns += [
+        Column(f"{d} {m}", title=f"{m} on {d}'s queries")
+        for d in result.domains
+        for m in MAIN_MEASURES
+    ]
+    rows = []
+    for e in result.entries:
+        row = [Cell(str(e.rank), e.rank), _system(result, e)]
+        for domain in result.domains:
+            values = e.per_domain.get(domain)
+            row += [
+                Cell("–") if values is None else _measure_cell(result, e, m, values, domain)
+                for m in MAIN_MEASURES
+            ]
+        rows.append(row)
+    best = list(range(2, len(columns)))
+    return Table("domain-side-by-side", columns, _bold_best(rows, best))
 
 
 def submission_href(result: LeaderboardResult, e: Entry, name: str) -> str:
@@ -295,7 +363,7 @@ def _cost_section(result: LeaderboardResult) -> tuple[Table, str]:
         cost = costs[e.system]
         cells = [
             Cell(str(e.rank), e.rank),
-            Cell(e.system),
+            _system(result, e),
             Cell(percent(e.aggregate["R@1"]), e.aggregate["R@1"]),
         ]
         for key, _, fmt in present:

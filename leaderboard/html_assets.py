@@ -47,6 +47,9 @@ dd{margin:0;word-break:break-word}
 code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto}
 .note{color:#57606a;font-size:.9rem}
+.swatch{display:inline-block;width:.7em;height:.7em;margin-right:.35em;border-radius:2px;
+vertical-align:baseline}
+.downloads{margin:.2rem 0 1rem}
 """
 
 # Plain ES2015, no library. Sort keys: a cell's data-v (a number; empty = no value, always

@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.scoring import beyond_depth
+from searchtome.leaderboard.systems import SystemCard
 from searchtome.leaderboard.text import finite, md_escape, percent, term_text
 from searchtome.submissions.validate import ValidationReport
 
@@ -63,8 +64,14 @@ class Entry:
         """Whether ``measure``'s cut-off lies beyond this system's ranking depth."""
         return beyond_depth(measure, self.depth)
 
+    @property
+    def card(self) -> SystemCard:
+        """Type, model, parameters, training data, date and link, from ``meta.json``."""
+        return SystemCard.from_meta(self.meta)
+
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
+        out["card"] = self.card.to_dict()
         # Values kept for machines, but named: a 3-deep run's R@5 is its R@3.
         out["beyond_depth"] = [m for m in self.aggregate if self.short(m)]
         return out
@@ -288,6 +295,7 @@ class LeaderboardResult:
     checks: list[CheckResult] | None = None
     paired: PairedAnalysis | None = None
     curves: dict[str, LearningCurve] = field(default_factory=dict)  # system → its training
+    colours: dict[str, str] = field(default_factory=dict)  # system → its colour, page-wide
 
     def figure_title(self, key: str) -> str:
         """The title of the figure stored under ``key``."""
@@ -506,6 +514,7 @@ class LeaderboardResult:
             },
             "figures": {k: f"figures/{p.name}" for k, p in self.figures.items()},
             CURVES_KEY: self.curves_dict(),
+            "colours": dict(self.colours),
             "rejected": [
                 _rejected_dict(r, self.settings["submissions_root"]) for r in self.rejected
             ],

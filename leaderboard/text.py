@@ -57,6 +57,13 @@ def md_code(text: object) -> str:
     return f"{fence} {plain} {fence}" if longest else f"{fence}{plain}{fence}"
 
 
+def md_url(url: str) -> str:
+    """An http(s) URL as a markdown link destination: nothing in it can end the link early."""
+    from urllib.parse import quote
+
+    return quote(one_line(url).strip(), safe=":/?#@!$&'*+,;=%~-._")
+
+
 def term_text(text: object) -> str:
     """Text safe to print on a terminal: control characters (escape sequences, carriage
     returns that overwrite a line) shown as ``\\xNN`` instead of acted on."""

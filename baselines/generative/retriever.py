@@ -32,6 +32,7 @@ from searchtome.baselines.generative.predict import (
     append_partial,
     read_partial,
 )
+from searchtome.baselines.registry import count_parameters
 
 from searchtome.io import stable_hash
 from searchtome.records import Query, Run
@@ -109,6 +110,7 @@ def run_generative(
     notes["non_leaf_at_1"] = sum(1 for k in kinds if k == ["non-leaf"])
     notes["invalid_at_1"] = sum(1 for k in kinds if k == ["invalid"])
     notes["empty"] = sum(1 for k in kinds if not k)
+    notes["parameters"] = count_parameters(lm.model)  # run_info.parameters, LoRA included
     ctx.notes.update(notes)
     return Run(name=system, rankings=rankings, scores=scores, meta={"config": asdict(cfg)})
 

@@ -257,6 +257,7 @@ def test_page_works_in_headless_chromium(
         c.call("Page.navigate", url=url)
         c.wait_for("Page.loadEventFired")
         _sorting(c)
+        _new_parts(c)
         _tabs_and_filter(c)
         images = c.evaluate(
             "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)"
@@ -290,6 +291,27 @@ def _sorting(c: Chromium) -> None:
     assert c.evaluate(NAMES.format("cost-table")) == ["oracle", "law-only", evil]
 
 
+def _new_parts(c: Chromium) -> None:
+    """The columns of issue 22 are there and sort; the side-by-side table and the download."""
+    heads = "Array.from(document.querySelectorAll('#main-table thead th')).map(h => h.textContent)"
+    assert c.evaluate(heads)[-6:] == [
+        "Type",
+        "Model",
+        "Parameters",
+        "Trained on",
+        "Date",
+        "Paper / code",
+    ]
+    c.click("#main-table thead th:nth-child(13) button")  # Parameters; unrecorded ones last
+    assert c.evaluate(NAMES.format("main-table"))[0] == "oracle"
+    assert c.evaluate("document.querySelector('#downloads a').getAttribute('href')") == (
+        "leaderboard.json"
+    )
+    assert c.evaluate(NAMES.format("domain-side-by-side")) == ["oracle", "law-only", EVIL_NAME]
+    swatch = "getComputedStyle(document.querySelector('#main-table .swatch')).backgroundColor"
+    assert c.evaluate(swatch) == "rgb(31, 119, 180)"  # the first system's colour: CSP let it be
+
+
 def _tabs_and_filter(c: Chromium) -> None:
     hidden = "['domain-0', 'domain-1'].map(i => document.getElementById(i).hidden)"
     assert c.evaluate(hidden) == [False, True]
@@ -299,6 +321,7 @@ def _tabs_and_filter(c: Chromium) -> None:
     c.call("Input.insertText", text="LAW")
     assert c.evaluate(NAMES.format("main-table")) == ["law-only"]
     assert c.evaluate(NAMES.format("domain-table-1")) == ["law-only"]
+    assert c.evaluate(NAMES.format("domain-side-by-side")) == ["law-only"]
 
 
 def _links(c: Chromium, board: LeaderboardResult) -> None:
