@@ -241,6 +241,8 @@ def _ranked_entries(
                 validation=reports[system].counts.to_dict(),
                 predictions=find_predictions(scores.path).name if scores.path else "",
                 depth=scores.depth,
+                empty=board.empty_rate(system),
+                n_empty=scores.n_empty,
             )
         )
     return entries

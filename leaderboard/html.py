@@ -235,6 +235,7 @@ def _main_table(result: LeaderboardResult) -> Table:
         Column("Δ R@1 vs top [95% CI]", title=DELTA_TITLE),
         Column("Non-leaf@1", "asc", title="top answer is a ToC node that is not a leaf (%)"),
         Column("Invalid@1", "asc", title="top answer exists nowhere in the book (%)"),
+        Column("Empty", "asc", title="queries answered with an empty ranking: no id at all (%)"),
         Column("R@1 micro", title="mean over queries, not over domains"),
         Column("Queries"),
         *card_columns,
@@ -250,12 +251,15 @@ def _main_table(result: LeaderboardResult) -> Table:
                 _delta_cell(result, e, "R@1"),
                 Cell(f"{agg['NonLeaf@1'] * 100:.2f}", agg["NonLeaf@1"]),
                 Cell(f"{agg['Invalid@1'] * 100:.2f}", agg["Invalid@1"]),
+                Cell(
+                    f"{e.empty * 100:.2f}", e.empty, f"{e.n_empty} of {e.n_queries} rankings empty"
+                ),
                 Cell(percent(e.micro["R@1"]), e.micro["R@1"]),
                 Cell(str(e.n_queries), e.n_queries),
                 *_card_cells(e, with_parameters),
             ]
         )
-    best_columns = [2, 3, 4, 8]  # R@1, R@3, nDCG@3, R@1 micro: higher is better
+    best_columns = [2, 3, 4, 9]  # R@1, R@3, nDCG@3, R@1 micro: higher is better
     return Table("main-table", columns, _bold_best(rows, best_columns))
 
 

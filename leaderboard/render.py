@@ -43,11 +43,12 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
     for s in board.systems:
         values = board.aggregate(s.system)
         answered = f"{int(s.answered.sum())}/{len(board.query_ids)}"
-        rows.append([s.system, answered, *(percent(values[m]) for m in names)])
+        rows.append([s.system, answered, str(s.n_empty), *(percent(values[m]) for m in names)])
     out = [
         f"{board.split} split, {len(board.query_ids):,} queries; " + PERCENT_NOTE.format(agg=agg)
     ]
-    out.append(_text_table(["System", "Answered", *names], rows))
+    out.append(_text_table(["System", "Answered", "Empty", *names], rows))
+    out.append("Empty: queries answered with an empty ranking (scored as misses).\n")
     if board.queries is not None:
         for s in board.systems:
             out.append(f"{term_text(s.system)} by domain:")

@@ -59,6 +59,8 @@ class Entry:
     domain_marks: dict[str, dict[str, bool]] = field(default_factory=dict)
     predictions: str = ""  # the predictions file's name inside the submission folder
     depth: int = 0  # the most ids it returned for one query; 0 = unknown
+    empty: float = 0.0  # share of queries answered with an empty ranking (macro over domains)
+    n_empty: int = 0  # how many
 
     def short(self, measure: str) -> bool:
         """Whether ``measure``'s cut-off lies beyond this system's ranking depth."""
@@ -322,7 +324,8 @@ class LeaderboardResult:
             f"{s['permutations']:,} sign flips, seed {s['seed']}, Holm–Bonferroni correction within each "
             f"measure (overall tests and per-domain tests are separate families), alpha = {s['alpha']}. "
             "Non-leaf@1: the top answer is a ToC node that is not a leaf; Invalid@1: the top answer "
-            f"exists nowhere in the book. Tie rule: {s['tie_rule']}."
+            "exists nowhere in the book; Empty: the ranking is empty (no id at all). "
+            f"Tie rule: {s['tie_rule']}."
         )
 
     # -- tables --
@@ -362,6 +365,7 @@ class LeaderboardResult:
                     ),
                     f"{e.aggregate['NonLeaf@1'] * 100:.2f}",
                     f"{e.aggregate['Invalid@1'] * 100:.2f}",
+                    f"{e.empty * 100:.2f}",
                     percent(e.micro["R@1"]),
                     str(e.n_queries),
                 ]
@@ -376,6 +380,7 @@ class LeaderboardResult:
         "nDCG@3",
         "Non-leaf@1",
         "Invalid@1",
+        "Empty",
         "R@1 micro",
         "Queries",
     )

@@ -111,6 +111,7 @@ def test_score_json_shape(tmp_path: Path, ds: Dataset, tiny_dataset: Path, capsy
             "per_book",
             "n_queries",
             "answered",
+            "empty",
         }
         assert set(d["aggregate"]) == {*MEASURES, *STRUCTURE}
         assert set(d["per_domain"]) == {"Law", "Natural Sciences"}
@@ -130,7 +131,7 @@ def test_score_table_and_csv(tmp_path: Path, ds: Dataset, tiny_dataset: Path, ca
     out = capsys.readouterr().out
     assert "macro average over domains" in out
     row = next(line for line in out.splitlines() if line.startswith("law-only"))
-    assert row.split()[:4] == ["law-only", "30/30", "50.0", "100.0"]
+    assert row.split()[:5] == ["law-only", "30/30", "0", "50.0", "100.0"]
     assert (
         main(
             [
