@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from searchtome.baselines.phases import Phases
+
 from searchtome.config import make_config
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import cpu_facts, hardware
@@ -69,10 +71,17 @@ def versions() -> dict[str, str]:
     return out
 
 
-def peak_memory() -> dict[str, Any]:
-    """The process's RSS high-water mark (torch CPU tensors are inside it) and GPU peak if any."""
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    mib = rss / 1024 if sys.platform != "darwin" else rss / 2**20
+def peak_memory(phases: Phases | None = None) -> dict[str, Any]:
+    """The run's RSS high-water mark (torch CPU tensors are inside it) and GPU peak if any.
+
+    With ``phases`` whose marks could be reset, the largest phase peak: this run's, not the
+    process's (the demo runs several baselines in one process); else the process's.
+    """
+    if phases is not None and phases.scope == "phase":
+        mib = phases.peak_rss_mib()
+    else:
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        mib = rss / 1024 if sys.platform != "darwin" else rss / 2**20
     out: dict[str, Any] = {"peak_rss_mib": round(mib, 1)}
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
@@ -240,8 +249,10 @@ def execute(
     _seed_everything(seed)
     log.info("running %s on %s/%s with %s", name, dataset.root, split, cfg)
     start = time.perf_counter()
+    ctx.start_phase("prediction")  # a baseline that trains switches to "training" and back
     with threads.recording() as thread_choices:
         run = spec.run(dataset, split, cfg, ctx)
+    ctx.phases.finish()
     wall = time.perf_counter() - start
     check_run(run, dataset, split, free_form=getattr(cfg, "free_form", False))
     facts = dataset_facts(dataset)
@@ -251,15 +262,24 @@ def execute(
     system_type = BASELINE_TYPES.get(name)
     # A lexical baseline learns nothing; others say what their model holds (None: unknown).
     parameters = notes.pop("parameters", 0 if system_type == "lexical" else None)
-    memory = peak_memory()
+    memory = peak_memory(ctx.phases)
+    phases = ctx.phases.records
     info = {
         "system": name,
         "split": split,
         "seed": seed,
         "wall_time_s": round(wall, 3),
         **memory,
-        "memory_note": "peak_rss_mib is the process's RSS high-water mark (getrusage ru_maxrss); "
-        "torch CPU tensors and model weights are inside it",
+        "memory_note": (
+            "peak_rss_mib is this run's RSS high-water mark (reset at each phase's start), "
+            if ctx.phases.scope == "phase"
+            else "peak_rss_mib is the process's RSS high-water mark (getrusage ru_maxrss), "
+        )
+        + "torch CPU tensors and model weights are inside it",
+        # Training apart from prediction: the leaderboard's cost table shows them side by side.
+        "phases": phases,
+        "training_wall_s": _training_seconds(notes, phases),
+        "prediction_wall_s": phases.get("prediction", {}).get("wall_s"),
         "dataset": facts,
         "n_queries": len(run),
         "overrides": _overrides_dict(overrides),
@@ -295,6 +315,15 @@ def execute(
         "run_info": info,
     }
     return run, meta, info
+
+
+def _training_seconds(notes: Mapping[str, Any], phases: Mapping[str, Any]) -> float | None:
+    """The training's wall time: the adapter's own record (every session of a resumed training,
+    and the original training when this run reused the adapter), else this run's training phase."""
+    recorded = notes.get("train_seconds")
+    if isinstance(recorded, int | float) and not isinstance(recorded, bool):
+        return float(recorded)
+    return phases.get("training", {}).get("wall_s")
 
 
 def _overrides_dict(overrides: Overrides) -> dict[str, Any]:

@@ -332,15 +332,43 @@ def _file_links(result: LeaderboardResult, e: Entry) -> tuple[Link, ...]:
 
 COST_COLUMNS: list[tuple[str, Column, Any]] = [
     (
+        "training_s",
+        Column(
+            "Training",
+            "asc",
+            title="run_info.training_wall_s (or notes.train_seconds): "
+            "the training's wall time, every session of it",
+        ),
+        fmt_seconds,
+    ),
+    (
+        "prediction_s",
+        Column(
+            "Prediction",
+            "asc",
+            title="run_info.prediction_wall_s (or notes.predict_seconds; "
+            "the whole wall time of a run that trains nothing)",
+        ),
+        fmt_seconds,
+    ),
+    (
         "wall_time_s",
         Column("Wall time", "asc", title="run_info.wall_time_s: the baseline call"),
         fmt_seconds,
     ),
     (
+        "training_rss_mib",
+        Column("Training peak memory", "asc", title="run_info.phases.training.peak_rss_mib"),
+        fmt_mib,
+    ),
+    (
+        "prediction_rss_mib",
+        Column("Prediction peak memory", "asc", title="run_info.phases.prediction.peak_rss_mib"),
+        fmt_mib,
+    ),
+    (
         "peak_rss_mib",
-        Column(
-            "Peak memory", "asc", title="run_info.peak_rss_mib: the process's RSS high-water mark"
-        ),
+        Column("Peak memory", "asc", title="run_info.peak_rss_mib: the run's RSS high-water mark"),
         fmt_mib,
     ),
     (
@@ -350,6 +378,16 @@ COST_COLUMNS: list[tuple[str, Column, Any]] = [
     ),
     ("parameters", Column("Parameters", "asc", title="run_info.parameters"), fmt_count),
 ]
+REUSED = "trained by another run whose adapter this one loaded (notes.adapter_reused)"
+
+
+def _cost_cell(cost: Cost, key: str, fmt: Any) -> Cell:
+    value = getattr(cost, key)
+    if value is None:
+        return Cell("–")
+    if key == "training_s" and cost.reused_training:
+        return Cell(f"{fmt(value)} (reused)", value, REUSED)
+    return Cell(fmt(value), value)
 
 
 def _cost_section(result: LeaderboardResult) -> tuple[Table, str]:
@@ -370,17 +408,19 @@ def _cost_section(result: LeaderboardResult) -> tuple[Table, str]:
             _system(result, e),
             Cell(percent(e.aggregate["R@1"]), e.aggregate["R@1"]),
         ]
-        for key, _, fmt in present:
-            value = getattr(cost, key)
-            cells.append(Cell("–") if value is None else Cell(fmt(value), value))
+        cells += [_cost_cell(cost, key, fmt) for key, _, fmt in present]
         cells.append(Cell(cost.hardware or "–"))
         cells.append(Cell("", links=_file_links(result, e)))
         rows.append(cells)
     shown = {key for key, _, _ in present}
     missing = [col.label.lower() for key, col, _ in COST_COLUMNS if key not in shown]
     note = (
-        "From each submission's meta.json: run_info (wall time of the baseline call, not dataset "
-        "loading; the process's peak RSS) and hardware; – where a run does not record it."
+        "From each submission's meta.json: training and prediction apart (run_info.phases, "
+        "written by the baseline runner: each phase's wall time and its own RSS high-water "
+        "mark; runs written before it recorded the training's time in notes.train_seconds and "
+        "the decoding's in notes.predict_seconds), the baseline call's wall time (not dataset "
+        "loading), the run's peak RSS (older runs: the process's) and hardware; – where a run "
+        "does not record it. (reused): the adapter was trained by another run and loaded here."
     )
     if missing:
         note += f" Not recorded by any run here, so not shown: {', '.join(missing)}."

@@ -65,6 +65,8 @@ def run_generative(
     fine_tune = cfg.train and not cfg.adapter and cfg.max_epochs > 0
     train_books = training_books(dataset, cfg) if fine_tune else []
     all_books = sorted(set(wanted) | set(train_books))
+    if fine_tune:  # run_info.phases: training timed and measured apart from prediction
+        ctx.start_phase("training")
     t0 = time.perf_counter()
     books = {
         b: book_context(lm, dataset, b, cfg, with_toc=with_toc, seed=ctx.seed) for b in all_books
@@ -91,6 +93,7 @@ def run_generative(
     if distributed()[1] > 1:
         notes["processes"] = distributed()[1]
 
+    ctx.start_phase("prediction")
     t1 = time.perf_counter()
     key = _predictions_key(
         cfg, queries, split, adapter_key, system=system, with_toc=with_toc, train=fine_tune

@@ -34,3 +34,21 @@ def test_a_dense_run_counts_its_encoders_parameters(tiny_dataset) -> None:
 def test_count_parameters() -> None:
     torch = pytest.importorskip("torch")
     assert count_parameters(torch.nn.Linear(3, 2)) == 8 and count_parameters(object()) is None
+
+
+def test_training_and_prediction_are_timed_and_measured_apart(tiny_dataset) -> None:
+    from searchtome.baselines.phases import Phases
+
+    phases = Phases()
+    phases.start("training")
+    big = bytearray(300 * 2**20)  # 300 MiB held during training only
+    big[::4096] = b"x" * len(big[::4096])
+    del big
+    phases.start("prediction")
+    phases.finish()
+    train, predict = phases.records["training"], phases.records["prediction"]
+    if phases.scope == "phase":  # Linux: each phase's own peak
+        assert train["peak_rss_mib"] - predict["peak_rss_mib"] > 250
+    _, _, info = execute("bm25", load(tiny_dataset), "dev")
+    assert set(info["phases"]) == {"prediction"} and info["training_wall_s"] is None
+    assert info["prediction_wall_s"] == info["phases"]["prediction"]["wall_s"] > 0

@@ -145,12 +145,16 @@ def test_links_are_relative_and_reach_the_submission_files(
 
 def test_cost_columns_come_from_run_info(html: str) -> None:
     rows = _rows(html, "cost-table")
-    # columns: # System R@1 Wall-time Peak-memory Parameters Hardware Files
-    assert [c[1] for c in rows[0][3:7]] == ["1 h 02 min", "2.0 GiB", "135M", "cpu"]
-    assert [c[1] for c in rows[1][3:7]] == ["12.5 s", "100 MiB", "–", "1 GPU"]
-    assert [c[1] for c in rows[2][3:6]] == ["–", "–", "–"]
+    # columns: # System R@1 Prediction Wall-time Peak-memory Parameters Hardware Files; a run
+    # that records no training spent its wall time predicting
+    assert [c[1] for c in rows[0][3:8]] == ["1 h 02 min", "1 h 02 min", "2.0 GiB", "135M", "cpu"]
+    assert [c[1] for c in rows[1][3:8]] == ["12.5 s", "12.5 s", "100 MiB", "–", "1 GPU"]
+    assert [c[1] for c in rows[2][3:7]] == ["–", "–", "–", "–"]
     assert 'data-v="3725.0"' in rows[0][3][0] and 'data-v=""' in rows[2][3][0]
-    assert "Not recorded by any run here, so not shown: peak gpu memory." in html
+    assert (
+        "Not recorded by any run here, so not shown: training, training peak memory, "
+        "prediction peak memory, peak gpu memory." in html
+    )
 
 
 def test_costs_ignore_values_of_the_wrong_type() -> None:
@@ -355,3 +359,47 @@ def _without_javascript(c: Chromium) -> None:
         " document.querySelectorAll('#main-table tbody tr').length]"
     )
     assert state == [0, False, [True, True], 3]
+
+
+def test_training_and_prediction_apart_new_and_old_runs() -> None:
+    from searchtome.leaderboard.costs import cost_text
+
+    new = {
+        "run_info": {
+            "wall_time_s": 100.0,
+            "training_wall_s": 3 * 3600.0,  # the adapter's whole training, resumed sessions too
+            "prediction_wall_s": 60.0,
+            "phases": {"training": {"peak_rss_mib": 4096}, "prediction": {"peak_rss_mib": 900}},
+            "notes": {"adapter_reused": True},
+        }
+    }
+    old = {
+        "run_info": {
+            "wall_time_s": 1417.1,
+            "notes": {"train_seconds": 10862.2, "predict_seconds": 887.4},
+        }
+    }
+    c = Cost.from_meta(new)
+    assert (c.training_s, c.prediction_s, c.training_rss_mib, c.prediction_rss_mib) == (
+        10800.0,
+        60.0,
+        4096,
+        900,
+    )
+    assert c.reused_training
+    assert (Cost.from_meta(old).training_s, Cost.from_meta(old).prediction_s) == (10862.2, 887.4)
+    text = cost_text([("stair-free", new), ("stair", old)]).splitlines()
+    assert text[0].split() == [
+        "System",
+        "Training",
+        "Prediction",
+        "Train",
+        "peak",
+        "Predict",
+        "peak",
+        "Run",
+        "peak",
+    ]
+    for shown in ("stair-free", "3 h 00 min (reused)", "1 min 00 s", "4.0 GiB", "900 MiB"):
+        assert shown in text[1]
+    assert "3 h 01 min" in text[2] and "14 min 47 s" in text[2]
