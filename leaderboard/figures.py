@@ -107,7 +107,12 @@ def plot_paired(paired: PairedAnalysis) -> bytes:
     )
     ax.set_xticks(x)
     ax.set_xticklabels(
-        [f"{t.label}\n(n={t.n_queries})\np={t.p_value:.2g}" for t in tests], fontsize=8
+        [
+            f"{t.label}\n(n={t.n_queries})\n"
+            + (f"p {t.floor}" if t.p_at_floor else f"p={t.p_value:.2g}")
+            for t in tests
+        ],
+        fontsize=8,
     )
     ax.set_xlabel("training questions for the gold leaf")
     ax.set_ylabel(f"{paired.measure} difference (points)")

@@ -42,7 +42,7 @@ from searchtome.leaderboard.results import (
     Entry,
     LeaderboardResult,
 )
-from searchtome.leaderboard.text import percent
+from searchtome.leaderboard.text import fmt_p, percent
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
 
 TEMPLATES = Path(__file__).parent / "templates"  # package data (pyproject's package-data)
@@ -147,7 +147,12 @@ def _ci_title(result: LeaderboardResult, e: Entry, measure: str, scope: str, val
     else:
         text += " (no bootstrap interval: built with --bootstrap 0)"
     correction = settings.get("correction_name", "Holm–Bonferroni")
-    return text + f"; {correction}-adjusted p = {t.p_adjusted:.2g}"
+    text += f"; {correction}-adjusted p = {t.p_adjusted:.2g}"
+    if t.p_at_floor and result.comparison is not None:
+        text += f"; p {result.comparison.p_text(t)} (the floor of its sign flips)"
+        if t.mcnemar_p is not None:
+            text += f", exact McNemar p = {fmt_p(t.mcnemar_p)}"
+    return text
 
 
 def _delta_cell(result: LeaderboardResult, e: Entry, measure: str) -> Cell:

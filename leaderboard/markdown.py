@@ -130,7 +130,7 @@ def paired_lines(result: LeaderboardResult) -> list[str]:
             lines.append(
                 f"| {t.label} | {t.n_queries} | {t.mean_a * 100:.1f} | {t.mean_b * 100:.1f} | "
                 f"{t.diff * 100:+.1f} | {t.ci_low * 100:+.1f} to {t.ci_high * 100:+.1f} | "
-                f"{t.p_value:.3g} |"
+                f"{t.p_text().removeprefix('p = ').removeprefix('p ')} |"
             )
         lines += [
             "",

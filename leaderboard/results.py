@@ -15,7 +15,7 @@ from typing import IO, Any
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.scoring import beyond_depth
 from searchtome.leaderboard.systems import SystemCard
-from searchtome.leaderboard.text import finite, md_escape, percent, term_text
+from searchtome.leaderboard.text import finite, fmt_p, md_escape, percent, term_text
 from searchtome.submissions.validate import ValidationReport
 
 from searchtome.io import PathLike, dumps, write_json
@@ -161,9 +161,19 @@ class PairedTest:
     ci_low: float
     ci_high: float
     p_value: float
+    p_at_floor: bool = False  # at 1/(B+1): no sign flip was as extreme
+    mcnemar_p: float | None = None  # exact McNemar p (R@1 is 0/1)
+    floor: str = ""  # how a p at its floor is shown: "< 1e-4"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def p_text(self) -> str:
+        """``p = 0.012``, or ``p < 1e-4 (exact McNemar p = 3e-12)`` at the floor."""
+        if not self.p_at_floor:
+            return f"p = {self.p_value:.3g}"
+        extra = "" if self.mcnemar_p is None else f" (exact McNemar p = {fmt_p(self.mcnemar_p)})"
+        return f"p {self.floor}{extra}"
 
 
 @dataclass
@@ -212,7 +222,7 @@ class PairedAnalysis:
             f"{t.n_queries} queries): {self.measure} {self.a} {t.mean_a * 100:.1f} vs {self.b} "
             f"{t.mean_b * 100:.1f}, difference {t.diff * 100:+.1f} points "
             f"(95% bootstrap CI {t.ci_low * 100:+.1f} to {t.ci_high * 100:+.1f}), "
-            f"{self.alternative} paired randomization p = {t.p_value:.4g}."
+            f"{self.alternative} paired randomization {t.p_text()}."
         )
 
 

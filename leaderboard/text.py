@@ -90,6 +90,16 @@ def fmt_p(p: float) -> str:
     return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
 
 
+def floor_text(permutations: int) -> str:
+    """``< 1e-4`` for B = 10,000: a p at its floor 1/(B+1), rounded up to one digit."""
+    floor = 1.0 / (permutations + 1)
+    exponent = math.floor(math.log10(floor))
+    digit = math.ceil(floor / 10**exponent - 1e-9)
+    if digit == 10:
+        digit, exponent = 1, exponent + 1
+    return f"< {digit}e{exponent}" if exponent < -2 else f"< {digit * 10**exponent:g}"
+
+
 def finite(obj: Any) -> Any:
     """``obj`` with NaN and infinities replaced by ``None`` (JSON has neither); keys as strings."""
     if isinstance(obj, float) and not math.isfinite(obj):
