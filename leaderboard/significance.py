@@ -39,6 +39,11 @@ BLOCK = 512  # sign vectors drawn at a time; part of the seeded stream's definit
 # A work size that bounds memory, not results: pairs per comparison chunk. Every element is
 # computed by the same float64 operation whatever the chunking.
 PAIR_CHUNK = 256
+# Bootstrap bounds are rounded to this many decimals (fractions: 1e-4 points). Each replicate's
+# means come from a BLAS matrix product whose summation order depends on the CPU's vector width,
+# so unrounded bounds differed across machines in their last digits (~1e-16). Rounded, they
+# agree unless a bound lies within ~1e-16 of a rounding boundary (then it differs by 1e-6).
+CI_DECIMALS = 6
 Correction = Literal["holm", "bh", "none"]
 
 
@@ -363,7 +368,8 @@ class Engine:
         return (counts + 1) / (self.permutations + 1), self.permutations
 
     def intervals(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Percentile paired-bootstrap interval of each pair's difference: (low, high) per scope."""
+        """Percentile paired-bootstrap interval of each pair's difference: (low, high) per scope,
+        rounded to :data:`CI_DECIMALS` (the last digits depend on the CPU)."""
         shape = (len(self.scopes), len(self.pairs))
         if self.bootstrap <= 0:
             return np.full(shape, np.nan), np.full(shape, np.nan)
@@ -383,7 +389,7 @@ class Engine:
             part = slice(lo, lo + PAIR_CHUNK)
             diffs = means[:, :, self.A[part]] - means[:, :, self.B[part]]
             low[:, part], high[:, part] = np.percentile(diffs, [tail, 100.0 - tail], axis=0)
-        return low, high
+        return np.round(low, CI_DECIMALS), np.round(high, CI_DECIMALS)
 
 
 _CORRECTION_NAMES = {"holm": "Holm–Bonferroni", "bh": "Benjamini–Hochberg", "none": "no"}

@@ -295,3 +295,23 @@ def test_a_p_at_its_floor_is_shown_as_such_with_the_exact_mcnemar_p_beside_it() 
     k, m = 1, 5  # a wins 4, b wins 1
     by_hand = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2**m)
     assert mcnemar(a, b) == pytest.approx(by_hand)
+
+
+def test_bootstrap_bounds_are_rounded_to_the_documented_precision() -> None:
+    from searchtome.leaderboard.significance import CI_DECIMALS
+
+    rng = np.random.default_rng(5)
+    n = 300
+    per_query = {s: {"nDCG@3": rng.random(n) / 3} for s in ("a", "b", "c")}  # irrational-ish
+    report = compare(per_query, permutations=99, bootstrap=200, groups=["x", "y", "z"] * 100)
+    assert CI_DECIMALS == 6
+    for t in report.tests:
+        for bound in (t.ci_low, t.ci_high):
+            assert bound == round(bound, CI_DECIMALS)
+    # A perturbation below the precision (what another CPU's summation order does) changes
+    # no bound: the scores moved by 1e-15 give the same report.
+    nudged = {s: {"nDCG@3": v["nDCG@3"] + 1e-15} for s, v in per_query.items()}
+    again = compare(nudged, permutations=99, bootstrap=200, groups=["x", "y", "z"] * 100)
+    assert [(t.ci_low, t.ci_high) for t in again.tests] == [
+        (t.ci_low, t.ci_high) for t in report.tests
+    ]
