@@ -202,14 +202,16 @@ def _card_cells(e: Entry, with_parameters: bool) -> list[Cell]:
     card = e.card
     params = card.parameters
     link = (Link(card.url, card.url_text, external=True),) if card.url else ()
-    cells = [Cell(card.system_type or "–"), Cell(card.model or "–")]
+    nw = "nw"  # short values, kept on one line
+    model = Cell(card.model_short, title=card.model, css=nw) if card.model else Cell("–")
+    cells = [Cell(card.system_type or "–", css=nw), model]
     if with_parameters:
         cells.append(Cell("–") if params is None else Cell(fmt_count(params), params))
     return [
         *cells,
-        Cell(card.trained_on or "–"),
-        Cell(card.date or "–"),
-        Cell("–" if not link else "", links=link, title=card.url),
+        Cell(card.trained_on or "–", css=nw),
+        Cell(card.date or "–", css=nw),
+        Cell("–" if not link else "", links=link, title=card.url, css=nw),
     ]
 
 

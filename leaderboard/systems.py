@@ -71,6 +71,12 @@ class SystemCard:
         )
 
     @property
+    def model_short(self) -> str:
+        """Each model's name without its organisation and notes: ``all-MiniLM-L6-v2``."""
+        names = [m.split(" (")[0].rsplit("/", 1)[-1] for m in self.model.split(", ")]
+        return ", ".join(n for n in names if n) or self.model
+
+    @property
     def url_text(self) -> str:
         """The link's text: host and the path's last part, ``github.com: baselines.md#bm25``."""
         parts = urlsplit(self.url)

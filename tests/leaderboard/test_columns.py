@@ -58,7 +58,8 @@ def test_main_table_says_what_each_system_is(board: LeaderboardResult) -> None:
     assert labels[-6:] == ["Type", "Model", "Parameters", "Trained on", "Date", "Paper / code"]
     first, other = _rows(page, "main-table")[0], _rows(page, "main-table")[1]
     texts = [t for _, t in first[-6:]]
-    assert texts[:5] == ["dense", "m/one, m/two", "22.7M", "train", "2025-01-31"]
+    assert texts[:5] == ["dense", "one, two", "22.7M", "train", "2025-01-31"]  # full in title
+    assert 'title="m/one, m/two"' in first[-5][0]
     assert (
         texts[5]
         == '<a href="https://example.org/paper/x.pdf#s2" rel="nofollow noopener">example.org: x.pdf#s2</a>'
