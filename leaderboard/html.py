@@ -32,6 +32,15 @@ from searchtome.leaderboard.curves import (
     curve_notes,
 )
 from searchtome.leaderboard.html_assets import CSP, CSS, SCRIPT
+from searchtome.leaderboard.html_cells import (
+    Cell,
+    Column,
+    Link,
+    Table,
+    bold_best,
+    td_attrs,
+    th_attrs,
+)
 from searchtome.leaderboard.results import (
     CHECK_LEGEND,
     CURVES_KEY,
@@ -46,67 +55,6 @@ from searchtome.leaderboard.text import fmt_p, percent
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
 
 TEMPLATES = Path(__file__).parent / "templates"  # package data (pyproject's package-data)
-
-
-@dataclass(frozen=True)
-class Column:
-    label: str
-    first: Literal["asc", "desc", ""] = "desc"  # first click's order; "" = not sortable
-    kind: Literal["num", "name", "text"] = "num"
-    title: str = ""
-
-
-@dataclass(frozen=True)
-class Link:
-    href: str
-    text: str
-    external: bool = False  # rel="nofollow noopener": it leaves the page's own files
-
-
-@dataclass(frozen=True)
-class Cell:
-    text: str
-    sort: float | None = None  # the numeric sort key (data-v); None = sort by text
-    title: str = ""
-    css: str = ""
-    links: tuple[Link, ...] = ()  # shown instead of the text: links, " · " between them
-    colour: str = ""  # a swatch before the text: the system's colour on every figure
-
-
-@dataclass(frozen=True)
-class Table:
-    id: str
-    columns: list[Column]
-    rows: list[list[Cell]]
-    sortable: bool = True  # the page's script turns sortable headers into buttons
-
-
-def _th_attrs(col: Column) -> list[tuple[str, str]]:
-    attrs = [("class", "name")] if col.kind != "num" else []
-    attrs += [("data-first", col.first)] if col.first else []
-    return attrs + ([("title", col.title)] if col.title else [])
-
-
-def _td_attrs(table: Table, col: Column, cell: Cell) -> list[tuple[str, str]]:
-    classes = [cell.css] if cell.css else []
-    classes += {"name": ["name", "sys"], "text": ["text"], "num": []}[col.kind]
-    attrs = [("class", " ".join(classes))] if classes else []
-    if col.kind == "num" and col.first:
-        attrs.append(("data-v", "" if cell.sort is None else repr(cell.sort)))
-    return attrs + ([("title", cell.title)] if cell.title else [])
-
-
-def _bold_best(rows: list[list[Cell]], columns: list[int]) -> list[list[Cell]]:
-    """Mark each column's highest value ``best`` (every tied one), unless all values are equal."""
-    for j in columns:
-        values = [r[j].sort for r in rows if r[j].sort is not None]
-        if not values or max(values) == min(values):
-            continue
-        top = max(values)
-        for r in rows:
-            if r[j].sort is not None and r[j].sort >= top - 1e-12:
-                r[j] = Cell(r[j].text, r[j].sort, r[j].title, f"{r[j].css} best".strip())
-    return rows
 
 
 # -- the bootstrap intervals: every test is "top system vs this one" ------------------------
@@ -267,7 +215,7 @@ def _main_table(result: LeaderboardResult) -> Table:
             ]
         )
     best_columns = [2, 3, 4, 9]  # R@1, R@3, nDCG@3, R@1 micro: higher is better
-    return Table("main-table", columns, _bold_best(rows, best_columns))
+    return Table("main-table", columns, bold_best(rows, best_columns))
 
 
 def _domains(result: LeaderboardResult) -> dict[str, Any] | None:
@@ -293,7 +241,7 @@ def _domains(result: LeaderboardResult) -> dict[str, Any] | None:
         panels.append(
             {
                 "name": domain,
-                "table": Table(f"domain-table-{i}", columns, _bold_best(rows, [2, 3, 4])),
+                "table": Table(f"domain-table-{i}", columns, bold_best(rows, [2, 3, 4])),
             }
         )
     note = (
@@ -322,7 +270,7 @@ def _side_by_side(result: LeaderboardResult) -> Table:
             ]
         rows.append(row)
     best = list(range(2, len(columns)))
-    return Table("domain-side-by-side", columns, _bold_best(rows, best))
+    return Table("domain-side-by-side", columns, bold_best(rows, best))
 
 
 def submission_href(result: LeaderboardResult, e: Entry, name: str) -> str:
@@ -603,8 +551,8 @@ def template() -> Any:
     )
     env.globals.update(
         zip=zip,
-        th_attrs=_th_attrs,
-        td_attrs=_td_attrs,
+        th_attrs=th_attrs,
+        td_attrs=td_attrs,
         # Ours, not a submitter's: the stylesheet and the script the CSP admits by its hash.
         css=Markup(CSS),
         script=Markup(SCRIPT),
