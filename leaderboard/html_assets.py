@@ -12,7 +12,7 @@ import base64
 import hashlib
 
 CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:92rem;
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:118rem;
 padding:0 1rem;color:#1b1f23;line-height:1.45}
 h1{margin-bottom:.2rem}
 .sub{color:#57606a;margin-top:0}
