@@ -407,37 +407,29 @@ class LeaderboardResult:
         note = self.short_note(MAIN_MEASURES)
         return "\n".join(lines) + "\n" + (f"\n{md_escape(note)}\n" if note else "")
 
-    def domain_table_rows(self) -> list[tuple[str, list[list[str]]]]:
-        """Groups (domain, rows) like the paper's Table 4, the macro average last.
-
-        With one domain the average is that domain's table again, so it is left out.
-        """
-        groups = []
-        for domain in [*self.domains, *(["Average"] if len(self.domains) != 1 else [])]:
-            rows = []
-            for e in self.entries:
-                values = e.aggregate if domain == "Average" else e.per_domain.get(domain)
-                if values is None:
-                    continue
-                marks = e.marks if domain == "Average" else e.domain_marks.get(domain, {})
-                rows.append(
-                    [
-                        e.system,
-                        *(self._cell(e, m, values[m], marks.get(m, False)) for m in MAIN_MEASURES),
-                    ]
-                )
-            groups.append((domain, rows))
-        return groups
-
     def domain_table(self) -> str:
+        """Every domain side by side, one row per system, the macro average last (markdown).
+
+        With one domain the main table is that domain's table: a sentence says so instead.
+        """
+        if len(self.domains) == 1:
+            return f"Every query is in one domain, {md_escape(self.domains[0])}: the main table is its table.\n"
+        scopes = [*self.domains, "Average"]
+        header = [f"{md_escape(d)} {m}" for d in scopes for m in MAIN_MEASURES]
         lines = [
-            "| Domain | System | " + " | ".join(MAIN_MEASURES) + " |",
-            "|---|---|" + "---:|" * len(MAIN_MEASURES),
+            "| # | System | " + " | ".join(header) + " |",
+            "|---:|---|" + "---:|" * len(header),
         ]
-        for domain, rows in self.domain_table_rows():
-            for i, row in enumerate(rows):
-                label = f"**{md_escape(domain)}**" if i == 0 else ""
-                lines.append(f"| {label} | {md_escape(row[0])} | " + " | ".join(row[1:]) + " |")
+        for e in self.entries:
+            cells = []
+            for scope in scopes:
+                values = e.aggregate if scope == "Average" else e.per_domain.get(scope)
+                marks = e.marks if scope == "Average" else e.domain_marks.get(scope, {})
+                cells += [
+                    "–" if values is None else self._cell(e, m, values[m], marks.get(m, False))
+                    for m in MAIN_MEASURES
+                ]
+            lines.append(f"| {e.rank} | {md_escape(e.system)} | " + " | ".join(cells) + " |")
         note = self.short_note(MAIN_MEASURES)
         return "\n".join(lines) + "\n" + (f"\n{md_escape(note)}\n" if note else "")
 
