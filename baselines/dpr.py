@@ -147,5 +147,6 @@ def run_dpr(dataset: Any, split: str, config: DPRConfig, ctx: RunContext) -> Run
     ctx.notes["encoder"] = encoder.describe()
     ctx.notes["dtype"] = encoder.config.dtype  # run_info.dtype: what the encoder ran in
     ctx.notes["n_passages"] = len(all_texts)
+    ctx.notes["parameters"] = encoder.parameter_count()  # run_info.parameters
     ctx.notes["leaf_score"] = "max over the leaf's passages"
     return Run(name="dpr", rankings=rankings, scores=scores)

@@ -561,5 +561,11 @@ class Encoder:
                 return int(getattr(config, attr))
         return int(self._forward(["x"], "", 8).shape[1])
 
+    def parameter_count(self) -> int | None:
+        """The encoder model's parameter count, for ``run_info.parameters``."""
+        from searchtome.baselines.registry import count_parameters
+
+        return count_parameters(self._model)
+
     def with_config(self, **changes: Any) -> Encoder:
         return Encoder(replace(self.config, **changes), self._cache_root)

@@ -476,6 +476,7 @@ def _rank_queries(
     ctx.notes["encoder"] = encoder.describe()
     ctx.notes["dtype"] = encoder.config.dtype  # run_info.dtype: what the encoder ran in
     ctx.notes["n_chunks"] = n_chunks
+    ctx.notes["parameters"] = encoder.parameter_count()  # run_info.parameters
     return rankings, n_nodes
 
 

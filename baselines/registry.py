@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from searchtome.baselines.phases import Phases
+
 from searchtome.errors import unknown_name
 
 # Modules that define baselines; imported on first use of the registry.
@@ -40,6 +42,22 @@ class RunContext:
     out_dir: Path | None = None
     # Free-form facts a baseline wants recorded in meta.json (train time, epochs, ...).
     notes: dict[str, Any] = field(default_factory=dict)
+    # Training and prediction timed and measured apart (run_info.phases); the runner starts
+    # "prediction", a baseline that trains calls start_phase("training") first, then back.
+    phases: Phases = field(default_factory=Phases)
+
+    def start_phase(self, name: str) -> None:
+        """From here on, time and peak memory count towards phase ``name``."""
+        self.phases.start(name)
+
+
+def count_parameters(model: Any) -> int | None:
+    """A torch model's parameter count (LoRA layers injected into it included); None without
+    one. Recorded as ``run_info.parameters``: the leaderboard's Parameters column."""
+    params = getattr(model, "parameters", None)
+    if not callable(params):
+        return None
+    return int(sum(p.numel() for p in params()))
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from searchtome.baselines.phases import Phases
+
 from searchtome.config import make_config
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import cpu_facts, hardware
+from searchtome.records import BASELINE_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +71,17 @@ def versions() -> dict[str, str]:
     return out
 
 
-def peak_memory() -> dict[str, Any]:
-    """The process's RSS high-water mark (torch CPU tensors are inside it) and GPU peak if any."""
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    mib = rss / 1024 if sys.platform != "darwin" else rss / 2**20
+def peak_memory(phases: Phases | None = None) -> dict[str, Any]:
+    """The run's RSS high-water mark (torch CPU tensors are inside it) and GPU peak if any.
+
+    With ``phases`` whose marks could be reset, the largest phase peak: this run's, not the
+    process's (the demo runs several baselines in one process); else the process's.
+    """
+    if phases is not None and phases.scope == "phase":
+        mib = phases.peak_rss_mib()
+    else:
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        mib = rss / 1024 if sys.platform != "darwin" else rss / 2**20
     out: dict[str, Any] = {"peak_rss_mib": round(mib, 1)}
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
@@ -257,23 +267,37 @@ def execute(
     _seed_everything(seed)
     log.info("running %s on %s/%s with %s", name, dataset.root, split, cfg)
     start = time.perf_counter()
+    ctx.start_phase("prediction")  # a baseline that trains switches to "training" and back
     with threads.recording() as thread_choices:
         run = spec.run(dataset, split, cfg, ctx)
+    ctx.phases.finish()
     wall = time.perf_counter() - start
     check_run(run, dataset, split, free_form=getattr(cfg, "free_form", False))
     facts = dataset_facts(dataset)
     notes = _portable_notes(dict(ctx.notes))
     models = [str(m) for m in notes.pop("models", [])]
     description = str(notes.pop("description", spec.summary))
-    memory = peak_memory()
+    system_type = BASELINE_TYPES.get(name)
+    # A lexical baseline learns nothing; others say what their model holds (None: unknown).
+    parameters = notes.pop("parameters", 0 if system_type == "lexical" else None)
+    memory = peak_memory(ctx.phases)
+    phases = ctx.phases.records
     info = {
         "system": name,
         "split": split,
         "seed": seed,
         "wall_time_s": round(wall, 3),
         **memory,
-        "memory_note": "peak_rss_mib is the process's RSS high-water mark (getrusage ru_maxrss); "
-        "torch CPU tensors and model weights are inside it",
+        "memory_note": (
+            "peak_rss_mib is this run's RSS high-water mark (reset at each phase's start), "
+            if ctx.phases.scope == "phase"
+            else "peak_rss_mib is the process's RSS high-water mark (getrusage ru_maxrss), "
+        )
+        + "torch CPU tensors and model weights are inside it",
+        # Training apart from prediction: the leaderboard's cost table shows them side by side.
+        "phases": phases,
+        "training_wall_s": _training_seconds(notes, phases),
+        "prediction_wall_s": phases.get("prediction", {}).get("wall_s"),
         "dataset": facts,
         "n_queries": len(run),
         "overrides": portable_values(_overrides_dict(overrides)),
@@ -282,6 +306,8 @@ def execute(
         # says so in its notes; null: no neural model): bf16 results differ between CPU families.
         "machine": cpu_facts(),
         "dtype": notes.pop("dtype", None),
+        "system_type": system_type,  # the leaderboard's Type column
+        "parameters": parameters,
         "notes": notes,
     }
     if "parameters" in notes:  # a trained model's size, for the leaderboard's cost table
@@ -309,6 +335,15 @@ def execute(
         "run_info": info,
     }
     return run, meta, info
+
+
+def _training_seconds(notes: Mapping[str, Any], phases: Mapping[str, Any]) -> float | None:
+    """The training's wall time: the adapter's own record (every session of a resumed training,
+    and the original training when this run reused the adapter), else this run's training phase."""
+    recorded = notes.get("train_seconds")
+    if isinstance(recorded, int | float) and not isinstance(recorded, bool):
+        return float(recorded)
+    return phases.get("training", {}).get("wall_s")
 
 
 def _overrides_dict(overrides: Overrides) -> dict[str, Any]:

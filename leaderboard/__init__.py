@@ -5,7 +5,8 @@
 Layers inside the package, lowest first: ``text`` (escaping, number formatting); ``scoring``
 (the scoreboard), ``comparison`` (the test report) and ``significance`` (the tests); ``results``
 (the result types); ``analyses``, ``curves`` (learning curves from the runs' training histories),
-``figures``, ``markdown``, ``html`` and ``render`` (outputs);
+``systems`` (what each system is, its colour), ``figures``, ``markdown``, ``html`` (with
+``html_cells`` and ``templates/``) and ``render`` (outputs);
 ``build`` (the whole pipeline).
 
 Names are resolved lazily, so the CLI can register its commands without importing numpy or

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from searchtome.leaderboard.results import Breakdown, PairedAnalysis, PairedTest
 from searchtome.leaderboard.scoring import Scoreboard
-from searchtome.leaderboard.significance import Engine
+from searchtome.leaderboard.significance import Engine, at_floor, mcnemar
+from searchtome.leaderboard.text import floor_text
 
 RARE_MAX = 5  # the rare-leaf test: gold leaves with at most this many training questions
 DEFAULT_PAIR = ("stair", "dsi")
@@ -197,6 +198,7 @@ def _paired_test(label: str, a: np.ndarray, b: np.ndarray, rs: Resampling) -> Pa
     )
     p, _ = engine.pvalues()
     low, high = engine.intervals()
+    floor = at_floor(float(p[0, 0]), rs.permutations, engine.exact())
     return PairedTest(
         label,
         int(a.size),
@@ -206,6 +208,9 @@ def _paired_test(label: str, a: np.ndarray, b: np.ndarray, rs: Resampling) -> Pa
         float(low[0, 0]),
         float(high[0, 0]),
         float(p[0, 0]),
+        p_at_floor=floor,
+        mcnemar_p=mcnemar(a, b) if floor else None,
+        floor=floor_text(rs.permutations) if floor else "",
     )
 
 

@@ -34,6 +34,7 @@ from searchtome.leaderboard.results import (
 )
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.significance import compare
+from searchtome.leaderboard.systems import palette, type_problem
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.reader import find_predictions
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES
@@ -131,6 +132,12 @@ def _validate_one(folder: Path, dataset: Dataset, split: str) -> ValidationRepor
         report = validate_submission(folder, dataset, split)
         if report.ok and report.submission is not None:
             _check_history(report)
+            problem = type_problem(report.submission.meta)
+            if problem:
+                where = str(report.path / META_FILE)
+                report.problems.append(
+                    Problem(where, None, "run_info.system_type", problem, "system-type")
+                )
         return report
     except SearchTomeError as exc:
         return _unreadable(folder, split, "submission", str(exc), "unreadable")
@@ -234,6 +241,8 @@ def _ranked_entries(
                 validation=reports[system].counts.to_dict(),
                 predictions=find_predictions(scores.path).name if scores.path else "",
                 depth=scores.depth,
+                empty=board.empty_rate(system),
+                n_empty=scores.n_empty,
             )
         )
     return entries
@@ -265,18 +274,31 @@ def _test_against_the_top(
     return comparison
 
 
+def drawable(breakdown: Breakdown) -> bool:
+    """Whether a figure of ``breakdown`` would show anything: a bucket, and a bar above zero."""
+    return bool(breakdown.buckets) and any(
+        v > 0 for values in breakdown.values.values() for v in values
+    )
+
+
 def _write_figures(
     breakdowns: Mapping[str, Breakdown],
     out: Path,
+    colours: Mapping[str, str],
     paired: PairedAnalysis | None = None,
     curves: Mapping[str, LearningCurve] | None = None,
 ) -> tuple[dict[str, Path], dict[str, bytes]]:
+    """The figures that show something (an all-zero or empty chart is left out)."""
     figures: dict[str, Path] = {}
-    images: dict[str, bytes] = {key: plot(breakdown) for key, breakdown in breakdowns.items()}
+    images: dict[str, bytes] = {
+        key: plot(breakdown, dict(colours))
+        for key, breakdown in breakdowns.items()
+        if drawable(breakdown)
+    }
     if paired is not None and paired.buckets:
         images[PAIRED_KEY] = plot_paired(paired)
     if curves:
-        images[CURVES_KEY] = plot_curves(dict(curves))
+        images[CURVES_KEY] = plot_curves(dict(curves), dict(colours))
     for key in images:
         path = out / "figures" / FIGURE_FILES[key]
         with atomic_write(path, "wb") as fh:
@@ -341,7 +363,8 @@ def build_leaderboard(
         else None
     )
     curves = learning_curves(entries, submissions_root)
-    figures, images = _write_figures(breakdowns, out, paired, curves)
+    colours = palette([e.system for e in entries])
+    figures, images = _write_figures(breakdowns, out, colours, paired, curves)
     settings = {
         "searchtome": __version__,
         "permutations": permutations,
@@ -367,6 +390,7 @@ def build_leaderboard(
         domains=sorted(set(board.queries.domain.tolist())) if board.queries is not None else [],
         paired=paired,
         curves=curves,
+        colours=colours,
     )
     if check is not None:
         expected = read_json(check) if not isinstance(check, Mapping) else check

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from searchtome.leaderboard.text import finite, fmt_p, latex_escape, md_escape
+from searchtome.leaderboard.text import finite, floor_text, fmt_p, latex_escape, md_escape
 
 from searchtome.errors import SearchTomeError
 
@@ -31,6 +31,8 @@ class PairTest:
     p_adjusted: float
     significant: bool
     family: str
+    p_at_floor: bool = False  # p is 1/(B+1): no sign vector was as extreme; the true p is lower
+    mcnemar_p: float | None = None  # exact McNemar p for 0/1 measures (R@k), else None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -96,12 +98,18 @@ class ComparisonReport:
             f"({s['bootstrap']:,} resamples); statistic: {s['statistic']}."
         )
 
+    def p_text(self, t: PairTest) -> str:
+        """The randomization p, ``< 1e-4`` where it is at its floor 1/(B+1)."""
+        return floor_text(self.settings["permutations"]) if t.p_at_floor else fmt_p(t.p)
+
     def _legend(self) -> str:
         alpha = self.settings["alpha"]
         return (
             "Each system has a letter; a superscript lists the letters of the systems whose "
             f"value it beats significantly on that measure and scope (adjusted p < {alpha}); in "
-            "the pairwise tests, * marks a significant difference."
+            "the pairwise tests, * marks a significant difference. A p shown as "
+            f"{floor_text(self.settings['permutations'])} is at its floor 1/(B+1): no sign flip "
+            "was as extreme; the exact McNemar p (0/1 measures such as R@k) says how far below."
         )
 
     def to_markdown(self, scale: float = 100.0, digits: int = 1) -> str:
@@ -127,8 +135,8 @@ class ComparisonReport:
             lines.append("")
         lines.append("### Pairwise tests")
         lines.append("")
-        lines.append("| Scope | Measure | A | B | A − B | 95% CI | p | p adj. | |")
-        lines.append("|---|---|---|---|---:|---|---:|---:|---|")
+        lines.append("| Scope | Measure | A | B | A − B | 95% CI | p | McNemar p | p adj. | |")
+        lines.append("|---|---|---|---|---:|---|---:|---:|---:|---|")
         for t in self.tests:
             ci = (
                 f"[{t.ci_low * scale:+.{digits + 1}f}, {t.ci_high * scale:+.{digits + 1}f}]"
@@ -137,7 +145,8 @@ class ComparisonReport:
             )
             lines.append(
                 f"| {md_escape(t.scope)} | {md_escape(t.measure)} | {md_escape(t.a)} | {md_escape(t.b)} | "
-                f"{t.diff * scale:+.{digits + 1}f} | {ci} | {fmt_p(t.p)} | {fmt_p(t.p_adjusted)} | "
+                f"{t.diff * scale:+.{digits + 1}f} | {ci} | {self.p_text(t)} | "
+                f"{'–' if t.mcnemar_p is None else fmt_p(t.mcnemar_p)} | {fmt_p(t.p_adjusted)} | "
                 f"{'*' if t.significant else ''} |"
             )
         lines.append("")

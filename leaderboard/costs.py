@@ -1,4 +1,5 @@
-"""What each run cost, read from its ``meta.json``: wall time, peak memory, model size, hardware.
+"""What each run cost, read from its ``meta.json``: training and prediction time and peak memory
+apart, the whole run's, model size, hardware.
 
 ``run_info`` is free-form (the baseline runner writes it; other submitters may not), so every
 field is optional and a value of the wrong type is treated as absent rather than shown wrongly.
@@ -7,16 +8,20 @@ field is optional and a value of the wrong type is treated as absent rather than
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# run_info key → Cost field; the runner writes the first three, ``parameters`` is for submitters.
+from searchtome.leaderboard.text import term_text
+
+# run_info key → Cost field; the runner writes these (``parameters`` too, and submitters may).
 RUN_INFO_KEYS = {
     "wall_time_s": "wall_time_s",
     "peak_rss_mib": "peak_rss_mib",
     "peak_gpu_mib": "peak_gpu_mib",
     "parameters": "parameters",
+    "training_wall_s": "training_s",
+    "prediction_wall_s": "prediction_s",
 }
 
 
@@ -31,21 +36,77 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 @dataclass(frozen=True)
 class Cost:
+    """What one run cost. Training and prediction apart: ``run_info.phases`` (the runner's
+    record of each phase) where present; older runs give the training's time in
+    ``notes.train_seconds`` and the decoding's in ``notes.predict_seconds``, and a run that
+    trains nothing spent its whole wall time predicting."""
+
     wall_time_s: float | None = None
     peak_rss_mib: float | None = None
     peak_gpu_mib: float | None = None
     parameters: float | None = None
     hardware: str | None = None
+    training_s: float | None = None
+    prediction_s: float | None = None
+    training_rss_mib: float | None = None
+    prediction_rss_mib: float | None = None
+    reused_training: bool = False  # the adapter was trained by another run and loaded here
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any]) -> Cost:
-        info = meta.get("run_info")
-        info = info if isinstance(info, Mapping) else {}
+        info = _mapping(meta.get("run_info"))
+        notes = _mapping(info.get("notes"))
+        phases = _mapping(info.get("phases"))
         values = {field: _number(info.get(key)) for key, field in RUN_INFO_KEYS.items()}
+        if values["training_s"] is None:
+            values["training_s"] = _number(notes.get("train_seconds"))
+        if values["prediction_s"] is None:
+            values["prediction_s"] = _number(notes.get("predict_seconds"))
+        if values["prediction_s"] is None and values["training_s"] is None:
+            values["prediction_s"] = values["wall_time_s"]  # nothing trained: all predicting
         hardware = meta.get("hardware")
-        return cls(**values, hardware=hardware if isinstance(hardware, str) and hardware else None)
+        return cls(
+            **values,
+            hardware=hardware if isinstance(hardware, str) and hardware else None,
+            training_rss_mib=_number(_mapping(phases.get("training")).get("peak_rss_mib")),
+            prediction_rss_mib=_number(_mapping(phases.get("prediction")).get("peak_rss_mib")),
+            reused_training=notes.get("adapter_reused") is True,
+        )
+
+
+def cost_text(systems: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """The cost table for a terminal: training and prediction apart, per system."""
+    header = ["System", "Training", "Prediction", "Train peak", "Predict peak", "Run peak"]
+    rows = []
+    for system, meta in systems:
+        c = Cost.from_meta(meta)
+        training = "–" if c.training_s is None else fmt_seconds(c.training_s)
+        rows.append(
+            [
+                term_text(system),
+                training + (" (reused)" if c.reused_training and c.training_s is not None else ""),
+                "–" if c.prediction_s is None else fmt_seconds(c.prediction_s),
+                *(
+                    "–" if v is None else fmt_mib(v)
+                    for v in (c.training_rss_mib, c.prediction_rss_mib, c.peak_rss_mib)
+                ),
+            ]
+        )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            v.ljust(w) if i == 0 else v.rjust(w)
+            for i, (v, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in [header, *rows]
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def fmt_seconds(seconds: float) -> str:

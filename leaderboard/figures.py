@@ -32,7 +32,7 @@ def _literal(legend: Any) -> Any:
     return legend
 
 
-def plot(breakdown: Breakdown) -> bytes:
+def plot(breakdown: Breakdown, colours: dict[str, str] | None = None) -> bytes:
     """A grouped bar chart as PNG bytes (deterministic: no timestamp in the metadata)."""
     # An explicit Agg canvas: no pyplot, no global backend switch, no display needed.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -59,6 +59,7 @@ def plot(breakdown: Breakdown) -> bytes:
             yerr=errors,
             error_kw={"elinewidth": 0.8, "capsize": 1.5},
             label=one_line(system),
+            color=(colours or {}).get(system, f"C{i % 10}"),
         )
     ax.set_xticks(x)
     ax.set_xticklabels(
@@ -106,7 +107,12 @@ def plot_paired(paired: PairedAnalysis) -> bytes:
     )
     ax.set_xticks(x)
     ax.set_xticklabels(
-        [f"{t.label}\n(n={t.n_queries})\np={t.p_value:.2g}" for t in tests], fontsize=8
+        [
+            f"{t.label}\n(n={t.n_queries})\n"
+            + (f"p {t.floor}" if t.p_at_floor else f"p={t.p_value:.2g}")
+            for t in tests
+        ],
+        fontsize=8,
     )
     ax.set_xlabel("training questions for the gold leaf")
     ax.set_ylabel(f"{paired.measure} difference (points)")
@@ -124,7 +130,7 @@ def _points(xs: list[int], ys: list[float | None], scale: float = 1.0) -> tuple[
     return [x for x, _ in kept], [y for _, y in kept]
 
 
-def plot_curves(curves: dict[str, LearningCurve]) -> bytes:
+def plot_curves(curves: dict[str, LearningCurve], colours: dict[str, str] | None = None) -> bytes:
     """Dev R@1 (%) and training loss per epoch, one line per distinct training, the kept epoch
     starred; PNG bytes (deterministic: no timestamp in the metadata)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -136,7 +142,7 @@ def plot_curves(curves: dict[str, LearningCurve]) -> bytes:
     FigureCanvasAgg(fig)
     dev_ax, loss_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     for i, group in enumerate(curve_groups(curves)):
-        c, color = curves[group[0]], f"C{i}"
+        c, color = curves[group[0]], (colours or {}).get(group[0], f"C{i % 10}")
         label = one_line(" = ".join(group))
         dev_ax.plot(*_points(c.epochs, c.dev_r1, 100.0), marker="o", ms=3, color=color, label=label)
         best = c.best_dev_r1

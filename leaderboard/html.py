@@ -32,6 +32,15 @@ from searchtome.leaderboard.curves import (
     curve_notes,
 )
 from searchtome.leaderboard.html_assets import CSP, CSS, SCRIPT
+from searchtome.leaderboard.html_cells import (
+    Cell,
+    Column,
+    Link,
+    Table,
+    bold_best,
+    td_attrs,
+    th_attrs,
+)
 from searchtome.leaderboard.results import (
     CHECK_LEGEND,
     CURVES_KEY,
@@ -42,70 +51,10 @@ from searchtome.leaderboard.results import (
     Entry,
     LeaderboardResult,
 )
-from searchtome.leaderboard.text import percent
+from searchtome.leaderboard.text import fmt_p, percent
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
 
 TEMPLATES = Path(__file__).parent / "templates"  # package data (pyproject's package-data)
-
-
-@dataclass(frozen=True)
-class Column:
-    label: str
-    first: Literal["asc", "desc", ""] = "desc"  # first click's order; "" = not sortable
-    kind: Literal["num", "name", "text"] = "num"
-    title: str = ""
-
-
-@dataclass(frozen=True)
-class Link:
-    href: str
-    text: str
-    external: bool = False  # rel="nofollow noopener": it leaves the page's own files
-
-
-@dataclass(frozen=True)
-class Cell:
-    text: str
-    sort: float | None = None  # the numeric sort key (data-v); None = sort by text
-    title: str = ""
-    css: str = ""
-    links: tuple[Link, ...] = ()  # shown instead of the text: links, " · " between them
-
-
-@dataclass(frozen=True)
-class Table:
-    id: str
-    columns: list[Column]
-    rows: list[list[Cell]]
-    sortable: bool = True  # the page's script turns sortable headers into buttons
-
-
-def _th_attrs(col: Column) -> list[tuple[str, str]]:
-    attrs = [("class", "name")] if col.kind != "num" else []
-    attrs += [("data-first", col.first)] if col.first else []
-    return attrs + ([("title", col.title)] if col.title else [])
-
-
-def _td_attrs(table: Table, col: Column, cell: Cell) -> list[tuple[str, str]]:
-    classes = [cell.css] if cell.css else []
-    classes += {"name": ["name", "sys"], "text": ["text"], "num": []}[col.kind]
-    attrs = [("class", " ".join(classes))] if classes else []
-    if col.kind == "num" and col.first:
-        attrs.append(("data-v", "" if cell.sort is None else repr(cell.sort)))
-    return attrs + ([("title", cell.title)] if cell.title else [])
-
-
-def _bold_best(rows: list[list[Cell]], columns: list[int]) -> list[list[Cell]]:
-    """Mark each column's highest value ``best`` (every tied one), unless all values are equal."""
-    for j in columns:
-        values = [r[j].sort for r in rows if r[j].sort is not None]
-        if not values or max(values) == min(values):
-            continue
-        top = max(values)
-        for r in rows:
-            if r[j].sort is not None and r[j].sort >= top - 1e-12:
-                r[j] = Cell(r[j].text, r[j].sort, r[j].title, f"{r[j].css} best".strip())
-    return rows
 
 
 # -- the bootstrap intervals: every test is "top system vs this one" ------------------------
@@ -146,7 +95,12 @@ def _ci_title(result: LeaderboardResult, e: Entry, measure: str, scope: str, val
     else:
         text += " (no bootstrap interval: built with --bootstrap 0)"
     correction = settings.get("correction_name", "Holm–Bonferroni")
-    return text + f"; {correction}-adjusted p = {t.p_adjusted:.2g}"
+    text += f"; {correction}-adjusted p = {t.p_adjusted:.2g}"
+    if t.p_at_floor and result.comparison is not None:
+        text += f"; p {result.comparison.p_text(t)} (the floor of its sign flips)"
+        if t.mcnemar_p is not None:
+            text += f", exact McNemar p = {fmt_p(t.mcnemar_p)}"
+    return text
 
 
 def _delta_cell(result: LeaderboardResult, e: Entry, measure: str) -> Cell:
@@ -183,7 +137,52 @@ DELTA_TITLE = (
 )
 
 
+def _system(result: LeaderboardResult, e: Entry) -> Cell:
+    """A system's name with its swatch: the colour its bars and lines have in every figure."""
+    return Cell(e.system, colour=result.colours.get(e.system, ""))
+
+
+TYPE_TITLE = "lexical, dense, hybrid, generative or zero-shot (run_info.system_type)"
+
+
+def _card_cells(e: Entry, with_parameters: bool) -> list[Cell]:
+    """Type, model, parameters, training data, date and link: what the system is."""
+    card = e.card
+    params = card.parameters
+    link = (Link(card.url, card.url_text, external=True),) if card.url else ()
+    nw = "nw"  # short values, kept on one line
+    model = Cell(card.model_short, title=card.model, css=nw) if card.model else Cell("–")
+    cells = [Cell(card.system_type or "–", css=nw), model]
+    if with_parameters:
+        cells.append(Cell("–") if params is None else Cell(fmt_count(params), params))
+    return [
+        *cells,
+        Cell(card.trained_on or "–", css=nw),
+        Cell(card.date or "–", css=nw),
+        Cell("–" if not link else "", links=link, title=card.url, css=nw),
+    ]
+
+
+def _card_columns(result: LeaderboardResult) -> list[Column]:
+    """The card's columns; Parameters only when some run records them (like the cost table)."""
+    if any(e.card.parameters is not None for e in result.entries):
+        return CARD_COLUMNS
+    return [c for c in CARD_COLUMNS if c.label != "Parameters"]
+
+
+CARD_COLUMNS = [
+    Column("Type", "asc", "text", TYPE_TITLE),
+    Column("Model", "asc", "text", "meta.json models"),
+    Column("Parameters", "asc", title="run_info.parameters: learned parameters, a count"),
+    Column("Trained on", "asc", "text", "meta.json trained_on: the splits it learned from"),
+    Column("Date", "asc", "text", "meta.json date: when the predictions were made"),
+    Column("Paper / code", "", "text", "meta.json url"),
+]
+
+
 def _main_table(result: LeaderboardResult) -> Table:
+    card_columns = _card_columns(result)
+    with_parameters = len(card_columns) == len(CARD_COLUMNS)
     columns = [
         RANK,
         SYSTEM,
@@ -191,8 +190,10 @@ def _main_table(result: LeaderboardResult) -> Table:
         Column("Δ R@1 vs top [95% CI]", title=DELTA_TITLE),
         Column("Non-leaf@1", "asc", title="top answer is a ToC node that is not a leaf (%)"),
         Column("Invalid@1", "asc", title="top answer exists nowhere in the book (%)"),
+        Column("Empty", "asc", title="queries answered with an empty ranking: no id at all (%)"),
         Column("R@1 micro", title="mean over queries, not over domains"),
         Column("Queries"),
+        *card_columns,
     ]
     rows = []
     for e in result.entries:
@@ -200,17 +201,21 @@ def _main_table(result: LeaderboardResult) -> Table:
         rows.append(
             [
                 Cell(str(e.rank), e.rank),
-                Cell(e.system),
+                _system(result, e),
                 *(_measure_cell(result, e, m, agg, OVERALL) for m in MAIN_MEASURES),
                 _delta_cell(result, e, "R@1"),
                 Cell(f"{agg['NonLeaf@1'] * 100:.2f}", agg["NonLeaf@1"]),
                 Cell(f"{agg['Invalid@1'] * 100:.2f}", agg["Invalid@1"]),
+                Cell(
+                    f"{e.empty * 100:.2f}", e.empty, f"{e.n_empty} of {e.n_queries} rankings empty"
+                ),
                 Cell(percent(e.micro["R@1"]), e.micro["R@1"]),
                 Cell(str(e.n_queries), e.n_queries),
+                *_card_cells(e, with_parameters),
             ]
         )
-    best_columns = [2, 3, 4, 8]  # R@1, R@3, nDCG@3, R@1 micro: higher is better
-    return Table("main-table", columns, _bold_best(rows, best_columns))
+    best_columns = [2, 3, 4, 9]  # R@1, R@3, nDCG@3, R@1 micro: higher is better
+    return Table("main-table", columns, bold_best(rows, best_columns))
 
 
 def _domains(result: LeaderboardResult) -> dict[str, Any] | None:
@@ -227,7 +232,7 @@ def _domains(result: LeaderboardResult) -> dict[str, Any] | None:
         rows = [
             [
                 Cell(str(e.rank), e.rank),
-                Cell(e.system),
+                _system(result, e),
                 *(_measure_cell(result, e, m, e.per_domain[domain], domain) for m in MAIN_MEASURES),
             ]
             for e in result.entries
@@ -236,14 +241,36 @@ def _domains(result: LeaderboardResult) -> dict[str, Any] | None:
         panels.append(
             {
                 "name": domain,
-                "table": Table(f"domain-table-{i}", columns, _bold_best(rows, [2, 3, 4])),
+                "table": Table(f"domain-table-{i}", columns, bold_best(rows, [2, 3, 4])),
             }
         )
     note = (
         "The main table is the macro average over these domains; "
-        f"{MARK} here comes from the per-domain tests."
+        f"{MARK} here comes from the per-domain tests. Side by side first, then one tab per domain."
     )
-    return {"one": "", "note": note, "panels": panels}
+    return {"one": "", "note": note, "side": _side_by_side(result), "panels": panels}
+
+
+def _side_by_side(result: LeaderboardResult) -> Table:
+    """Every domain's R@1, R@3 and nDCG@3 in one row per system, domain after domain."""
+    columns = [RANK, SYSTEM]
+    columns += [
+        Column(f"{d} {m}", title=f"{m} on {d}'s queries")
+        for d in result.domains
+        for m in MAIN_MEASURES
+    ]
+    rows = []
+    for e in result.entries:
+        row = [Cell(str(e.rank), e.rank), _system(result, e)]
+        for domain in result.domains:
+            values = e.per_domain.get(domain)
+            row += [
+                Cell("–") if values is None else _measure_cell(result, e, m, values, domain)
+                for m in MAIN_MEASURES
+            ]
+        rows.append(row)
+    best = list(range(2, len(columns)))
+    return Table("domain-side-by-side", columns, bold_best(rows, best))
 
 
 def submission_href(result: LeaderboardResult, e: Entry, name: str) -> str:
@@ -260,15 +287,43 @@ def _file_links(result: LeaderboardResult, e: Entry) -> tuple[Link, ...]:
 
 COST_COLUMNS: list[tuple[str, Column, Any]] = [
     (
+        "training_s",
+        Column(
+            "Training",
+            "asc",
+            title="run_info.training_wall_s (or notes.train_seconds): "
+            "the training's wall time, every session of it",
+        ),
+        fmt_seconds,
+    ),
+    (
+        "prediction_s",
+        Column(
+            "Prediction",
+            "asc",
+            title="run_info.prediction_wall_s (or notes.predict_seconds; "
+            "the whole wall time of a run that trains nothing)",
+        ),
+        fmt_seconds,
+    ),
+    (
         "wall_time_s",
         Column("Wall time", "asc", title="run_info.wall_time_s: the baseline call"),
         fmt_seconds,
     ),
     (
+        "training_rss_mib",
+        Column("Training peak memory", "asc", title="run_info.phases.training.peak_rss_mib"),
+        fmt_mib,
+    ),
+    (
+        "prediction_rss_mib",
+        Column("Prediction peak memory", "asc", title="run_info.phases.prediction.peak_rss_mib"),
+        fmt_mib,
+    ),
+    (
         "peak_rss_mib",
-        Column(
-            "Peak memory", "asc", title="run_info.peak_rss_mib: the process's RSS high-water mark"
-        ),
+        Column("Peak memory", "asc", title="run_info.peak_rss_mib: the run's RSS high-water mark"),
         fmt_mib,
     ),
     (
@@ -278,6 +333,16 @@ COST_COLUMNS: list[tuple[str, Column, Any]] = [
     ),
     ("parameters", Column("Parameters", "asc", title="run_info.parameters"), fmt_count),
 ]
+REUSED = "trained by another run whose adapter this one loaded (notes.adapter_reused)"
+
+
+def _cost_cell(cost: Cost, key: str, fmt: Any) -> Cell:
+    value = getattr(cost, key)
+    if value is None:
+        return Cell("–")
+    if key == "training_s" and cost.reused_training:
+        return Cell(f"{fmt(value)} (reused)", value, REUSED)
+    return Cell(fmt(value), value)
 
 
 def _cost_section(result: LeaderboardResult) -> tuple[Table, str]:
@@ -295,20 +360,22 @@ def _cost_section(result: LeaderboardResult) -> tuple[Table, str]:
         cost = costs[e.system]
         cells = [
             Cell(str(e.rank), e.rank),
-            Cell(e.system),
+            _system(result, e),
             Cell(percent(e.aggregate["R@1"]), e.aggregate["R@1"]),
         ]
-        for key, _, fmt in present:
-            value = getattr(cost, key)
-            cells.append(Cell("–") if value is None else Cell(fmt(value), value))
+        cells += [_cost_cell(cost, key, fmt) for key, _, fmt in present]
         cells.append(Cell(cost.hardware or "–"))
         cells.append(Cell("", links=_file_links(result, e)))
         rows.append(cells)
     shown = {key for key, _, _ in present}
     missing = [col.label.lower() for key, col, _ in COST_COLUMNS if key not in shown]
     note = (
-        "From each submission's meta.json: run_info (wall time of the baseline call, not dataset "
-        "loading; the process's peak RSS) and hardware; – where a run does not record it."
+        "From each submission's meta.json: training and prediction apart (run_info.phases, "
+        "written by the baseline runner: each phase's wall time and its own RSS high-water "
+        "mark; runs written before it recorded the training's time in notes.train_seconds and "
+        "the decoding's in notes.predict_seconds), the baseline call's wall time (not dataset "
+        "loading), the run's peak RSS (older runs: the process's) and hardware; – where a run "
+        "does not record it. (reused): the adapter was trained by another run and loaded here."
     )
     if missing:
         note += f" Not recorded by any run here, so not shown: {', '.join(missing)}."
@@ -484,8 +551,8 @@ def template() -> Any:
     )
     env.globals.update(
         zip=zip,
-        th_attrs=_th_attrs,
-        td_attrs=_td_attrs,
+        th_attrs=th_attrs,
+        td_attrs=td_attrs,
         # Ours, not a submitter's: the stylesheet and the script the CSP admits by its hash.
         css=Markup(CSS),
         script=Markup(SCRIPT),

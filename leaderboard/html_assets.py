@@ -12,7 +12,7 @@ import base64
 import hashlib
 
 CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:76rem;
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:118rem;
 padding:0 1rem;color:#1b1f23;line-height:1.45}
 h1{margin-bottom:.2rem}
 .sub{color:#57606a;margin-top:0}
@@ -21,6 +21,7 @@ table{border-collapse:collapse;margin:1rem 0;font-variant-numeric:tabular-nums}
 th,td{padding:.3rem .6rem;border-bottom:1px solid #d0d7de;text-align:right}
 th{background:#f6f8fa;vertical-align:bottom}
 td.name,th.name,td.text{text-align:left}
+td.sys,td.nw,td[data-v]{white-space:nowrap}
 td.best{font-weight:700}
 td.ci{color:#57606a;white-space:nowrap}
 td[title]{cursor:help}
@@ -47,6 +48,9 @@ dd{margin:0;word-break:break-word}
 code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto}
 .note{color:#57606a;font-size:.9rem}
+.swatch{display:inline-block;width:.7em;height:.7em;margin-right:.35em;border-radius:2px;
+vertical-align:baseline}
+.downloads{margin:.2rem 0 1rem}
 """
 
 # Plain ES2015, no library. Sort keys: a cell's data-v (a number; empty = no value, always

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from searchtome.leaderboard.costs import fmt_count
 from searchtome.leaderboard.curves import (
     CURVES_HEADING,
     TABLE_NOTE,
@@ -15,7 +16,7 @@ from searchtome.leaderboard.results import (
     META_ORDER,
     LeaderboardResult,
 )
-from searchtome.leaderboard.text import md_code, md_escape
+from searchtome.leaderboard.text import md_code, md_escape, md_url
 
 
 def render_markdown(result: LeaderboardResult) -> str:
@@ -29,9 +30,12 @@ def render_markdown(result: LeaderboardResult) -> str:
         "",
         md_escape(result.settings_text()),
         "",
+        "Data: [leaderboard.json](leaderboard.json) (every number here, with the tests).",
+        "",
         "## Main table",
         "",
         result.main_table(),
+        *systems_table(result),
         "## Per domain",
         "",
         result.domain_table(),
@@ -71,6 +75,27 @@ def render_markdown(result: LeaderboardResult) -> str:
     return "\n".join(parts)
 
 
+def systems_table(result: LeaderboardResult) -> list[str]:
+    """What each system is: type, model, parameters, training data, date, paper or code."""
+    if not result.entries:
+        return []
+    lines = [
+        "## Systems",
+        "",
+        "| System | Type | Model | Parameters | Trained on | Date | Paper / code |",
+        "|---|---|---|---:|---|---|---|",
+    ]
+    for e in result.entries:
+        c = e.card
+        params = "–" if c.parameters is None else fmt_count(c.parameters)
+        link = f"[{md_escape(c.url_text)}]({md_url(c.url)})" if c.url else "–"
+        cells = [e.system, c.system_type or "–", c.model or "–"]
+        cells = [md_escape(x) for x in cells] + [params]
+        cells += [md_escape(c.trained_on or "–"), md_escape(c.date or "–"), link]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def _check_report(result: LeaderboardResult) -> list[str]:
     """The checks as one system × measure table, a legend and the summary line."""
     measures, rows = result.check_grid()
@@ -105,7 +130,7 @@ def paired_lines(result: LeaderboardResult) -> list[str]:
             lines.append(
                 f"| {t.label} | {t.n_queries} | {t.mean_a * 100:.1f} | {t.mean_b * 100:.1f} | "
                 f"{t.diff * 100:+.1f} | {t.ci_low * 100:+.1f} to {t.ci_high * 100:+.1f} | "
-                f"{t.p_value:.3g} |"
+                f"{t.p_text().removeprefix('p = ').removeprefix('p ')} |"
             )
         lines += [
             "",

@@ -50,13 +50,16 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
     for s in board.systems:
         values = board.aggregate(s.system)
         answered = f"{int(s.answered.sum())}/{len(board.query_ids)}"
-        rows.append([s.system, answered, *(_cell(m, values[m]) for m in names)])
+        rows.append(
+            [s.system, answered, str(s.n_empty), *(_cell(m, values[m]) for m in names)]
+        )
     counts = [m for m in names if is_count(m)]
     note = PERCENT_NOTE.format(agg=agg) + (
         COUNT_NOTE.format(names=", ".join(counts)) if counts else ""
     )
     out = [f"{board.split} split, {len(board.query_ids):,} queries; " + note]
-    out.append(_text_table(["System", "Answered", *names], rows))
+    out.append(_text_table(["System", "Answered", "Empty", *names], rows))
+    out.append("Empty: queries answered with an empty ranking (scored as misses).\n")
     if board.queries is not None:
         for s in board.systems:
             out.append(f"{term_text(s.system)} by domain:")

@@ -14,7 +14,8 @@ from typing import IO, Any
 
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.scoring import beyond_depth
-from searchtome.leaderboard.text import finite, md_escape, percent, term_text
+from searchtome.leaderboard.systems import SystemCard
+from searchtome.leaderboard.text import finite, fmt_p, md_escape, percent, term_text
 from searchtome.submissions.validate import ValidationReport
 
 from searchtome.io import PathLike, dumps, write_json
@@ -58,13 +59,21 @@ class Entry:
     domain_marks: dict[str, dict[str, bool]] = field(default_factory=dict)
     predictions: str = ""  # the predictions file's name inside the submission folder
     depth: int = 0  # the most ids it returned for one query; 0 = unknown
+    empty: float = 0.0  # share of queries answered with an empty ranking (macro over domains)
+    n_empty: int = 0  # how many
 
     def short(self, measure: str) -> bool:
         """Whether ``measure``'s cut-off lies beyond this system's ranking depth."""
         return beyond_depth(measure, self.depth)
 
+    @property
+    def card(self) -> SystemCard:
+        """Type, model, parameters, training data, date and link, from ``meta.json``."""
+        return SystemCard.from_meta(self.meta)
+
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
+        out["card"] = self.card.to_dict()
         # Values kept for machines, but named: a 3-deep run's R@5 is its R@3.
         out["beyond_depth"] = [m for m in self.aggregate if self.short(m)]
         return out
@@ -152,9 +161,19 @@ class PairedTest:
     ci_low: float
     ci_high: float
     p_value: float
+    p_at_floor: bool = False  # at 1/(B+1): no sign flip was as extreme
+    mcnemar_p: float | None = None  # exact McNemar p (R@1 is 0/1)
+    floor: str = ""  # how a p at its floor is shown: "< 1e-4"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def p_text(self) -> str:
+        """``p = 0.012``, or ``p < 1e-4 (exact McNemar p = 3e-12)`` at the floor."""
+        if not self.p_at_floor:
+            return f"p = {self.p_value:.3g}"
+        extra = "" if self.mcnemar_p is None else f" (exact McNemar p = {fmt_p(self.mcnemar_p)})"
+        return f"p {self.floor}{extra}"
 
 
 @dataclass
@@ -203,7 +222,7 @@ class PairedAnalysis:
             f"{t.n_queries} queries): {self.measure} {self.a} {t.mean_a * 100:.1f} vs {self.b} "
             f"{t.mean_b * 100:.1f}, difference {t.diff * 100:+.1f} points "
             f"(95% bootstrap CI {t.ci_low * 100:+.1f} to {t.ci_high * 100:+.1f}), "
-            f"{self.alternative} paired randomization p = {t.p_value:.4g}."
+            f"{self.alternative} paired randomization {t.p_text()}."
         )
 
 
@@ -288,6 +307,7 @@ class LeaderboardResult:
     checks: list[CheckResult] | None = None
     paired: PairedAnalysis | None = None
     curves: dict[str, LearningCurve] = field(default_factory=dict)  # system → its training
+    colours: dict[str, str] = field(default_factory=dict)  # system → its colour, page-wide
 
     def figure_title(self, key: str) -> str:
         """The title of the figure stored under ``key``."""
@@ -314,7 +334,8 @@ class LeaderboardResult:
             f"{s['permutations']:,} sign flips, seed {s['seed']}, Holm–Bonferroni correction within each "
             f"measure (overall tests and per-domain tests are separate families), alpha = {s['alpha']}. "
             "Non-leaf@1: the top answer is a ToC node that is not a leaf; Invalid@1: the top answer "
-            f"exists nowhere in the book. Tie rule: {s['tie_rule']}."
+            "exists nowhere in the book; Empty: the ranking is empty (no id at all). "
+            f"Tie rule: {s['tie_rule']}."
         )
 
     # -- tables --
@@ -354,6 +375,7 @@ class LeaderboardResult:
                     ),
                     f"{e.aggregate['NonLeaf@1'] * 100:.2f}",
                     f"{e.aggregate['Invalid@1'] * 100:.2f}",
+                    f"{e.empty * 100:.2f}",
                     percent(e.micro["R@1"]),
                     str(e.n_queries),
                 ]
@@ -368,6 +390,7 @@ class LeaderboardResult:
         "nDCG@3",
         "Non-leaf@1",
         "Invalid@1",
+        "Empty",
         "R@1 micro",
         "Queries",
     )
@@ -384,37 +407,29 @@ class LeaderboardResult:
         note = self.short_note(MAIN_MEASURES)
         return "\n".join(lines) + "\n" + (f"\n{md_escape(note)}\n" if note else "")
 
-    def domain_table_rows(self) -> list[tuple[str, list[list[str]]]]:
-        """Groups (domain, rows) like the paper's Table 4, the macro average last.
-
-        With one domain the average is that domain's table again, so it is left out.
-        """
-        groups = []
-        for domain in [*self.domains, *(["Average"] if len(self.domains) != 1 else [])]:
-            rows = []
-            for e in self.entries:
-                values = e.aggregate if domain == "Average" else e.per_domain.get(domain)
-                if values is None:
-                    continue
-                marks = e.marks if domain == "Average" else e.domain_marks.get(domain, {})
-                rows.append(
-                    [
-                        e.system,
-                        *(self._cell(e, m, values[m], marks.get(m, False)) for m in MAIN_MEASURES),
-                    ]
-                )
-            groups.append((domain, rows))
-        return groups
-
     def domain_table(self) -> str:
+        """Every domain side by side, one row per system, the macro average last (markdown).
+
+        With one domain the main table is that domain's table: a sentence says so instead.
+        """
+        if len(self.domains) == 1:
+            return f"Every query is in one domain, {md_escape(self.domains[0])}: the main table is its table.\n"
+        scopes = [*self.domains, "Average"]
+        header = [f"{md_escape(d)} {m}" for d in scopes for m in MAIN_MEASURES]
         lines = [
-            "| Domain | System | " + " | ".join(MAIN_MEASURES) + " |",
-            "|---|---|" + "---:|" * len(MAIN_MEASURES),
+            "| # | System | " + " | ".join(header) + " |",
+            "|---:|---|" + "---:|" * len(header),
         ]
-        for domain, rows in self.domain_table_rows():
-            for i, row in enumerate(rows):
-                label = f"**{md_escape(domain)}**" if i == 0 else ""
-                lines.append(f"| {label} | {md_escape(row[0])} | " + " | ".join(row[1:]) + " |")
+        for e in self.entries:
+            cells = []
+            for scope in scopes:
+                values = e.aggregate if scope == "Average" else e.per_domain.get(scope)
+                marks = e.marks if scope == "Average" else e.domain_marks.get(scope, {})
+                cells += [
+                    "–" if values is None else self._cell(e, m, values[m], marks.get(m, False))
+                    for m in MAIN_MEASURES
+                ]
+            lines.append(f"| {e.rank} | {md_escape(e.system)} | " + " | ".join(cells) + " |")
         note = self.short_note(MAIN_MEASURES)
         return "\n".join(lines) + "\n" + (f"\n{md_escape(note)}\n" if note else "")
 
@@ -506,6 +521,7 @@ class LeaderboardResult:
             },
             "figures": {k: f"figures/{p.name}" for k, p in self.figures.items()},
             CURVES_KEY: self.curves_dict(),
+            "colours": dict(self.colours),
             "rejected": [
                 _rejected_dict(r, self.settings["submissions_root"]) for r in self.rejected
             ],

@@ -74,6 +74,13 @@ class SystemScores:
     unknown_queries: int = 0
     tied_queries: int = 0  # rankings whose tied scores can change a measured value
     depth: int = 0  # the most ids the system returned for one query (its ranking depth)
+    # Answered with an empty ranking: "answered" yet nothing to score (zero-shot replies that
+    # named no leaf). Counted apart, or 94 empty rankings of 189 read as "Answered 189/189".
+    empty: np.ndarray | None = None
+
+    @property
+    def n_empty(self) -> int:
+        return 0 if self.empty is None else int(self.empty.sum())
 
 
 def _group_means(values: dict[str, np.ndarray], labels: np.ndarray) -> dict[str, dict[str, float]]:
@@ -130,6 +137,16 @@ class Scoreboard:
             for m in self.all_measures
         }
 
+    def empty_rate(self, system: str) -> float:
+        """The share of queries answered with an empty ranking: macro over domains like the
+        measures (the plain mean without domains)."""
+        s = self.get(system)
+        empty = s.empty if s.empty is not None else np.zeros(len(self.query_ids), dtype=bool)
+        if self.queries is None:
+            return float(empty.mean())
+        domains = self.queries.domain
+        return float(np.mean([empty[domains == d].mean() for d in sorted(set(domains.tolist()))]))
+
     def groups(self) -> list[str] | None:
         return None if self.queries is None else self.queries.domain.tolist()
 
@@ -150,6 +167,7 @@ class Scoreboard:
             "per_book": self.per_book(system),
             "n_queries": len(self.query_ids),
             "answered": int(s.answered.sum()),
+            "empty": s.n_empty,  # answered with no id at all
         }
         if by_query:
             names = self.all_measures
@@ -213,6 +231,7 @@ def score_runs(
         if data is not None:
             per_query.update(structure_flags(run.rankings, data, qids))
         answered = np.asarray([qid in run.rankings for qid in qids])
+        empty = np.asarray([qid in run.rankings and not run.rankings[qid] for qid in qids])
         unknown = sum(1 for qid in run.rankings if qid not in known)
         ties = warn_ties(name, run, qrels, names)
         missing = int((~answered).sum())
@@ -222,6 +241,6 @@ def score_runs(
             log.warning("%s: %d query ids are not in the %s queries; ignored", name, unknown, split)
         depth = max((len(ids) for ids in run.rankings.values()), default=0)
         systems.append(
-            SystemScores(name, per_query, answered, dict(meta), path, unknown, ties, depth)
+            SystemScores(name, per_query, answered, dict(meta), path, unknown, ties, depth, empty)
         )
     return Scoreboard(qids, names, systems, table, split)

@@ -39,7 +39,38 @@ BLOCK = 512  # sign vectors drawn at a time; part of the seeded stream's definit
 # A work size that bounds memory, not results: pairs per comparison chunk. Every element is
 # computed by the same float64 operation whatever the chunking.
 PAIR_CHUNK = 256
+# Bootstrap bounds are rounded to this many decimals (fractions: 1e-4 points). Each replicate's
+# means come from a BLAS matrix product whose summation order depends on the CPU's vector width,
+# so unrounded bounds differed across machines in their last digits (~1e-16). Rounded, they
+# agree unless a bound lies within ~1e-16 of a rounding boundary (then it differs by 1e-6).
+CI_DECIMALS = 6
 Correction = Literal["holm", "bh", "none"]
+
+
+# -- exact tests beside the randomization test -------------------------------------------------
+
+
+def mcnemar(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Exact McNemar p (two-sided binomial test on the discordant pairs), or None unless both
+    per-query columns are 0/1 (R@k and Success@k with one relevant id per query).
+
+    A randomization p cannot go below 1/(B+1); this one can, so the pages give it beside a p at
+    that floor instead of a string of zeros the sign flips cannot resolve.
+    """
+    from scipy.stats import binomtest
+
+    a, b = np.asarray(a), np.asarray(b)
+    if not (np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all()):
+        return None
+    wins, losses = int(np.sum(a > b)), int(np.sum(a < b))
+    if wins + losses == 0:
+        return 1.0
+    return float(binomtest(wins, wins + losses, 0.5).pvalue)
+
+
+def at_floor(p: float, permutations: int, exact: bool = False) -> bool:
+    """Whether a randomization p is the smallest ``(c + 1) / (B + 1)`` can be (c = 0)."""
+    return not exact and p <= 1.0 / (permutations + 1) * (1 + 1e-9)
 
 
 # -- multiple testing -----------------------------------------------------------------------------
@@ -337,7 +368,8 @@ class Engine:
         return (counts + 1) / (self.permutations + 1), self.permutations
 
     def intervals(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Percentile paired-bootstrap interval of each pair's difference: (low, high) per scope."""
+        """Percentile paired-bootstrap interval of each pair's difference: (low, high) per scope,
+        rounded to :data:`CI_DECIMALS` (the last digits depend on the CPU)."""
         shape = (len(self.scopes), len(self.pairs))
         if self.bootstrap <= 0:
             return np.full(shape, np.nan), np.full(shape, np.nan)
@@ -357,7 +389,7 @@ class Engine:
             part = slice(lo, lo + PAIR_CHUNK)
             diffs = means[:, :, self.A[part]] - means[:, :, self.B[part]]
             low[:, part], high[:, part] = np.percentile(diffs, [tail, 100.0 - tail], axis=0)
-        return low, high
+        return np.round(low, CI_DECIMALS), np.round(high, CI_DECIMALS)
 
 
 _CORRECTION_NAMES = {"holm": "Holm–Bonferroni", "bh": "Benjamini–Hochberg", "none": "no"}
@@ -394,6 +426,7 @@ def _score_matrix(
 
 def _pair_tests(
     engine: Engine,
+    scope_rows: Mapping[str, np.ndarray],
     pair_keys: list[tuple[str, str, str]],
     family_of: Callable[[str, str], str],
     correction: Correction,
@@ -404,10 +437,13 @@ def _pair_tests(
     pvals, _ = engine.pvalues()
     low, high = engine.intervals(ci_level)
     obs = engine.observed()
+    exact = engine.exact()
     records: list[dict[str, Any]] = []
     for si, scope in enumerate(engine.scopes):
+        rows = scope_rows[scope]
         for pi, (a, b, m) in enumerate(pair_keys):
             ia, ib = engine.pairs[pi]
+            p = float(pvals[si, pi])
             records.append(
                 {
                     "scope": scope,
@@ -419,8 +455,10 @@ def _pair_tests(
                     "diff": float(obs[si, ia] - obs[si, ib]),
                     "ci_low": float(low[si, pi]),
                     "ci_high": float(high[si, pi]),
-                    "p": float(pvals[si, pi]),
+                    "p": p,
                     "family": family_of(scope, m),
+                    "p_at_floor": at_floor(p, engine.permutations, exact),
+                    "mcnemar_p": mcnemar(engine.X[rows, ia], engine.X[rows, ib]),
                 }
             )
     by_family: dict[str, list[int]] = {}
@@ -477,7 +515,14 @@ def compare(
             return "all"
         return f"{measure}/{'overall' if scope == OVERALL else 'per-domain'}"
 
-    tests, by_family = _pair_tests(engine, pair_keys, family_of, correction, alpha, ci_level)
+    labels = None if groups is None else np.asarray([str(g) for g in groups])
+    scope_rows = {
+        scope: np.arange(X.shape[0]) if labels is None or scope == OVERALL else labels == scope
+        for scope in engine.scopes
+    }
+    tests, by_family = _pair_tests(
+        engine, scope_rows, pair_keys, family_of, correction, alpha, ci_level
+    )
     obs = engine.observed()
     n_queries = {OVERALL: X.shape[0]}
     if engine.layout.macro:
@@ -506,5 +551,8 @@ def compare(
         else "mean over queries",
         "control": control,
         "pvalue": "exact: c / 2**n" if exact else "(c + 1) / (B + 1)",
+        "p_floor": None if exact else 1.0 / (permutations + 1),
+        "mcnemar": "exact McNemar p (binomial test on the discordant queries, pooled over the "
+        "scope's queries) for 0/1 measures such as R@k",
     }
     return ComparisonReport(systems, measures, engine.scopes, means, n_queries, tests, settings)

@@ -57,6 +57,13 @@ def md_code(text: object) -> str:
     return f"{fence} {plain} {fence}" if longest else f"{fence}{plain}{fence}"
 
 
+def md_url(url: str) -> str:
+    """An http(s) URL as a markdown link destination: nothing in it can end the link early."""
+    from urllib.parse import quote
+
+    return quote(one_line(url).strip(), safe=":/?#@!$&'*+,;=%~-._")
+
+
 def term_text(text: object) -> str:
     """Text safe to print on a terminal: control characters (escape sequences, carriage
     returns that overwrite a line) shown as ``\\xNN`` instead of acted on."""
@@ -81,6 +88,16 @@ def fmt_p(p: float) -> str:
     if math.isnan(p):
         return "–"
     return f"{p:.2g}" if p >= 1e-3 else f"{p:.1e}"
+
+
+def floor_text(permutations: int) -> str:
+    """``< 1e-4`` for B = 10,000: a p at its floor 1/(B+1), rounded up to one digit."""
+    floor = 1.0 / (permutations + 1)
+    exponent = math.floor(math.log10(floor))
+    digit = math.ceil(floor / 10**exponent - 1e-9)
+    if digit == 10:
+        digit, exponent = 1, exponent + 1
+    return f"< {digit}e{exponent}" if exponent < -2 else f"< {digit * 10**exponent:g}"
 
 
 def finite(obj: Any) -> Any:

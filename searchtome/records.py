@@ -21,6 +21,24 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Self
 
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
+# What kind of retriever a system is: a leaderboard column (run_info.system_type).
+SYSTEM_TYPES: tuple[str, ...] = ("lexical", "dense", "hybrid", "generative", "zero-shot")
+# The shipped baselines' types: the runner records them, and the leaderboard reads them for runs
+# written before run_info.system_type existed (from run_info.baseline). A new baseline adds a line.
+BASELINE_TYPES: dict[str, str] = {
+    "bm25": "lexical",
+    "bm25-plain": "lexical",
+    "bm25-paper": "lexical",
+    "dpr": "dense",
+    "dpr-paper": "dense",
+    "hybrid": "hybrid",
+    "navtree": "hybrid",
+    "toc-navtree": "hybrid",
+    "stair": "generative",
+    "dsi": "generative",
+    "dsi-constrained": "generative",
+    "zeroshot-llm": "zero-shot",
+}
 DOMAINS: tuple[str, ...] = (
     "Education",
     "Finance",

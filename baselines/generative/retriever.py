@@ -32,6 +32,7 @@ from searchtome.baselines.generative.predict import (
     append_partial,
     read_partial,
 )
+from searchtome.baselines.registry import count_parameters
 
 from searchtome.io import stable_hash
 from searchtome.records import Query, Run
@@ -64,6 +65,8 @@ def run_generative(
     fine_tune = cfg.train and not cfg.adapter and cfg.max_epochs > 0
     train_books = training_books(dataset, cfg) if fine_tune else []
     all_books = sorted(set(wanted) | set(train_books))
+    if fine_tune:  # run_info.phases: training timed and measured apart from prediction
+        ctx.start_phase("training")
     t0 = time.perf_counter()
     books = {
         b: book_context(lm, dataset, b, cfg, with_toc=with_toc, seed=ctx.seed) for b in all_books
@@ -90,6 +93,7 @@ def run_generative(
     if distributed()[1] > 1:
         notes["processes"] = distributed()[1]
 
+    ctx.start_phase("prediction")
     t1 = time.perf_counter()
     key = _predictions_key(
         cfg, queries, split, adapter_key, system=system, with_toc=with_toc, train=fine_tune
@@ -109,6 +113,7 @@ def run_generative(
     notes["non_leaf_at_1"] = sum(1 for k in kinds if k == ["non-leaf"])
     notes["invalid_at_1"] = sum(1 for k in kinds if k == ["invalid"])
     notes["empty"] = sum(1 for k in kinds if not k)
+    notes["parameters"] = count_parameters(lm.model)  # run_info.parameters, LoRA included
     ctx.notes.update(notes)
     return Run(name=system, rankings=rankings, scores=scores, meta={"config": asdict(cfg)})
 

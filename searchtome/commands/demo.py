@@ -173,6 +173,10 @@ def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) 
     times["leaderboard"] = time.monotonic() - t
     print()
     result.print_main_table()
+    from searchtome.leaderboard.costs import cost_text
+
+    print("\nCost per baseline (training and prediction apart; peaks are each run's own):")
+    print(cost_text([(e.system, e.meta) for e in result.entries]), end="")
     index = out / "leaderboard" / "index.html"
     total = time.monotonic() - start
     print(f"\nleaderboard: {index.resolve()}")

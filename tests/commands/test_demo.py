@@ -28,6 +28,9 @@ def test_demo_quick_builds_runs_every_baseline_and_reruns_from_caches(tmp_path, 
     assert bm25["aggregate"]["R@1"] > 0.3
     assert (out / "leaderboard" / "index.html").is_file()
     assert "leaderboard:" in first.out
+    costs = first.out.split("Cost per baseline")[1].splitlines()
+    assert costs[1].split()[:3] == ["System", "Training", "Prediction"]
+    assert any(line.split()[:1] == ["bm25"] for line in costs)
     assert any(line.split()[1:2] == ["bm25"] for line in first.out.splitlines() if line.strip())
 
     assert main(["--no-progress", "demo", "--quick", "--out", str(out)]) == 0

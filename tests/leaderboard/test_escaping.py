@@ -66,10 +66,10 @@ def test_markdown_renders_every_field_literally(board: LeaderboardResult) -> Non
     headings = re.findall(r"<h(\d)>(.*?)</h\1>", html)
     assert not [h for _, h in headings if "Heading" in h and not h.startswith("# ")]
     assert "# Heading &lt;img src=x onerror=alert(1)&gt;" in html  # shown as written
-    # The main table: one row per system, each with the main table's 9 cells.
+    # The main table: one row per system, each with the main table's 10 cells.
     main = html.split("<table>")[1].split("</table>")[0]
     rows = re.findall(r"<tr>(.*?)</tr>", main, re.S)[1:]
-    assert len(rows) == 3 and all(r.count("<td") == 9 for r in rows)
+    assert len(rows) == 3 and all(r.count("<td") == 10 for r in rows)
     assert any("ora cle | 1 | fake | 99.9 |" in r for r in rows)
     assert "x$^^$ *bold*" in html
     for name in REJECTED:

@@ -109,8 +109,8 @@ def test_best_is_bold_per_column_not_per_row(board: LeaderboardResult) -> None:
     result = dataclasses.replace(board, entries=[top, second, *rest])
     rows = _rows(render_html(result, {}), "main-table")
     bold = [[i for i, (attrs, _) in enumerate(r) if "best" in attrs] for r in rows]
-    # columns: # System R@1 R@3 nDCG@3 Δ Non-leaf Invalid micro Queries
-    assert bold[0] == [2, 4, 8] and bold[1] == [3] and bold[2] == [3]  # guesser: R@3 1.0 too
+    # columns: # System R@1 R@3 nDCG@3 Δ Non-leaf Invalid Empty micro Queries ...
+    assert bold[0] == [2, 4, 9] and bold[1] == [3] and bold[2] == [3]  # guesser: R@3 1.0 too
     assert "tr.best" not in render_html(result, {})
 
 
@@ -145,12 +145,16 @@ def test_links_are_relative_and_reach_the_submission_files(
 
 def test_cost_columns_come_from_run_info(html: str) -> None:
     rows = _rows(html, "cost-table")
-    # columns: # System R@1 Wall-time Peak-memory Parameters Hardware Files
-    assert [c[1] for c in rows[0][3:7]] == ["1 h 02 min", "2.0 GiB", "135M", "cpu"]
-    assert [c[1] for c in rows[1][3:7]] == ["12.5 s", "100 MiB", "–", "1 GPU"]
-    assert [c[1] for c in rows[2][3:6]] == ["–", "–", "–"]
+    # columns: # System R@1 Prediction Wall-time Peak-memory Parameters Hardware Files; a run
+    # that records no training spent its wall time predicting
+    assert [c[1] for c in rows[0][3:8]] == ["1 h 02 min", "1 h 02 min", "2.0 GiB", "135M", "cpu"]
+    assert [c[1] for c in rows[1][3:8]] == ["12.5 s", "12.5 s", "100 MiB", "–", "1 GPU"]
+    assert [c[1] for c in rows[2][3:7]] == ["–", "–", "–", "–"]
     assert 'data-v="3725.0"' in rows[0][3][0] and 'data-v=""' in rows[2][3][0]
-    assert "Not recorded by any run here, so not shown: peak gpu memory." in html
+    assert (
+        "Not recorded by any run here, so not shown: training, training peak memory, "
+        "prediction peak memory, peak gpu memory." in html
+    )
 
 
 def test_costs_ignore_values_of_the_wrong_type() -> None:
@@ -257,6 +261,7 @@ def test_page_works_in_headless_chromium(
         c.call("Page.navigate", url=url)
         c.wait_for("Page.loadEventFired")
         _sorting(c)
+        _new_parts(c)
         _tabs_and_filter(c)
         images = c.evaluate(
             "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)"
@@ -290,6 +295,27 @@ def _sorting(c: Chromium) -> None:
     assert c.evaluate(NAMES.format("cost-table")) == ["oracle", "law-only", evil]
 
 
+def _new_parts(c: Chromium) -> None:
+    """The columns of issue 22 are there and sort; the side-by-side table and the download."""
+    heads = "Array.from(document.querySelectorAll('#main-table thead th')).map(h => h.textContent)"
+    assert c.evaluate(heads)[-6:] == [
+        "Type",
+        "Model",
+        "Parameters",
+        "Trained on",
+        "Date",
+        "Paper / code",
+    ]
+    c.click("#main-table thead th:nth-child(14) button")  # Parameters; unrecorded ones last
+    assert c.evaluate(NAMES.format("main-table"))[0] == "oracle"
+    assert c.evaluate("document.querySelector('#downloads a').getAttribute('href')") == (
+        "leaderboard.json"
+    )
+    assert c.evaluate(NAMES.format("domain-side-by-side")) == ["oracle", "law-only", EVIL_NAME]
+    swatch = "getComputedStyle(document.querySelector('#main-table .swatch')).backgroundColor"
+    assert c.evaluate(swatch) == "rgb(31, 119, 180)"  # the first system's colour: CSP let it be
+
+
 def _tabs_and_filter(c: Chromium) -> None:
     hidden = "['domain-0', 'domain-1'].map(i => document.getElementById(i).hidden)"
     assert c.evaluate(hidden) == [False, True]
@@ -299,6 +325,7 @@ def _tabs_and_filter(c: Chromium) -> None:
     c.call("Input.insertText", text="LAW")
     assert c.evaluate(NAMES.format("main-table")) == ["law-only"]
     assert c.evaluate(NAMES.format("domain-table-1")) == ["law-only"]
+    assert c.evaluate(NAMES.format("domain-side-by-side")) == ["law-only"]
 
 
 def _links(c: Chromium, board: LeaderboardResult) -> None:
@@ -332,3 +359,47 @@ def _without_javascript(c: Chromium) -> None:
         " document.querySelectorAll('#main-table tbody tr').length]"
     )
     assert state == [0, False, [True, True], 3]
+
+
+def test_training_and_prediction_apart_new_and_old_runs() -> None:
+    from searchtome.leaderboard.costs import cost_text
+
+    new = {
+        "run_info": {
+            "wall_time_s": 100.0,
+            "training_wall_s": 3 * 3600.0,  # the adapter's whole training, resumed sessions too
+            "prediction_wall_s": 60.0,
+            "phases": {"training": {"peak_rss_mib": 4096}, "prediction": {"peak_rss_mib": 900}},
+            "notes": {"adapter_reused": True},
+        }
+    }
+    old = {
+        "run_info": {
+            "wall_time_s": 1417.1,
+            "notes": {"train_seconds": 10862.2, "predict_seconds": 887.4},
+        }
+    }
+    c = Cost.from_meta(new)
+    assert (c.training_s, c.prediction_s, c.training_rss_mib, c.prediction_rss_mib) == (
+        10800.0,
+        60.0,
+        4096,
+        900,
+    )
+    assert c.reused_training
+    assert (Cost.from_meta(old).training_s, Cost.from_meta(old).prediction_s) == (10862.2, 887.4)
+    text = cost_text([("stair-free", new), ("stair", old)]).splitlines()
+    assert text[0].split() == [
+        "System",
+        "Training",
+        "Prediction",
+        "Train",
+        "peak",
+        "Predict",
+        "peak",
+        "Run",
+        "peak",
+    ]
+    for shown in ("stair-free", "3 h 00 min (reused)", "1 min 00 s", "4.0 GiB", "900 MiB"):
+        assert shown in text[1]
+    assert "3 h 01 min" in text[2] and "14 min 47 s" in text[2]

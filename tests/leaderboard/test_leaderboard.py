@@ -111,6 +111,7 @@ def test_score_json_shape(tmp_path: Path, ds: Dataset, tiny_dataset: Path, capsy
             "per_book",
             "n_queries",
             "answered",
+            "empty",
         }
         assert set(d["aggregate"]) == {*MEASURES, *STRUCTURE}
         assert set(d["per_domain"]) == {"Law", "Natural Sciences"}
@@ -130,7 +131,7 @@ def test_score_table_and_csv(tmp_path: Path, ds: Dataset, tiny_dataset: Path, ca
     out = capsys.readouterr().out
     assert "macro average over domains" in out
     row = next(line for line in out.splitlines() if line.startswith("law-only"))
-    assert row.split()[:4] == ["law-only", "30/30", "50.0", "100.0"]
+    assert row.split()[:5] == ["law-only", "30/30", "0", "50.0", "100.0"]
     assert (
         main(
             [
@@ -261,8 +262,12 @@ def test_leaderboard_build_rejects_and_is_deterministic(tmp_path: Path, ds: Data
     # oracle answers 1 id per query and law-only 2: their R@3 and nDCG@3 read past their
     # rankings, so the pages show "—" and say why; guesser (3 deep) gets numbers.
     assert "| 2 | law-only | 50.0† | — | — |" in md
-    assert "| **Average** | oracle | 100.0 | — | — |" in md
-    assert "|  | guesser | 0.0† | 100.0 | 50.0† |" in md
+    # Per domain, side by side: Law, Natural Sciences, then the macro average.
+    assert "| # | System | Law R@1 | Law R@3 | Law nDCG@3 | Natural Sciences R@1 |" in md
+    assert "| 1 | oracle | 100.0 | — | — | 100.0 | — | — | 100.0 | — | — |" in md
+    assert (
+        "| 3 | guesser | 0.0† | 100.0 | 50.0† | 0.0† | 100.0 | 50.0† | 0.0† | 100.0 | 50.0† |" in md
+    )
     assert "—: ranking shorter than k" in md and "oracle (1 deep: R@3, nDCG@3)" in md
     assert [s["depth"] for s in data["systems"]] == [1, 2, 3]
     assert data["systems"][1]["beyond_depth"] == ["R@3", "R@5", "nDCG@3", "RR@10"]

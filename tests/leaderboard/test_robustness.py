@@ -56,6 +56,17 @@ def _hostile(root: Path, ds: Dataset) -> dict[str, str]:
         write_submission(root / folder, runs["oracle"], meta)
         text = (root / folder / "meta.json").read_text()
         (root / folder / "meta.json").write_text(text.replace('"BIG"', digits))
+    deep_meta = root / "deep-meta"
+    write_submission(deep_meta, runs["oracle"], _meta("deep-meta"))
+    text = (deep_meta / "meta.json").read_text()
+    nested = "[" * 100_000 + "]" * 100_000
+    (deep_meta / "meta.json").write_text(text.replace('"tiny"', f'"tiny", "config": {nested}', 1))
+    scored = root / "huge-score"
+    write_submission(scored, runs["oracle"], _meta("huge-score"))
+    lines = (scored / "predictions.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    lines[0] = json.dumps({**first, "scores": ["BIG"]}).replace('"BIG"', "1" + "0" * 400)
+    (scored / "predictions.jsonl").write_text("\n".join(lines) + "\n")
     return {
         "twin-a": "also the system name of twin-b",
         "twin-b": "also the system name of twin-a",
@@ -64,6 +75,8 @@ def _hostile(root: Path, ds: Dataset) -> dict[str, str]:
         "two-files": "2 predictions files",
         "deep": "",
         "huger-int": "",
+        "deep-meta": "",
+        "huge-score": "",  # 10**400 as a score: past float
     }
 
 

@@ -253,3 +253,65 @@ def test_chunk_sizes_change_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
     whole = run()
     monkeypatch.setattr(significance, "PAIR_CHUNK", 7)
     assert run() == whole
+
+
+def test_a_p_at_its_floor_is_shown_as_such_with_the_exact_mcnemar_p_beside_it() -> None:
+    import math
+
+    from searchtome.leaderboard.significance import mcnemar
+    from searchtome.leaderboard.text import floor_text
+
+    rng = np.random.default_rng(3)
+    n = 2000
+    strong = (rng.random(n) < 0.8).astype(float)
+    weak = strong * (rng.random(n) < 0.5)  # loses half of strong's hits, never wins one
+    close = strong.copy()
+    close[:3] = 1 - close[:3]
+    report = compare(
+        {"strong": {"R@1": strong, "nDCG@3": strong * 0.7},
+         "weak": {"R@1": weak, "nDCG@3": weak * 0.7},
+         "close": {"R@1": close, "nDCG@3": close * 0.7}},
+        control="strong", permutations=999, bootstrap=0,
+    )  # fmt: skip
+    far = report.test("strong", "weak", "R@1")
+    assert far.p == 1 / 1000 and far.p_at_floor
+    wins = int((strong > weak).sum())
+    assert far.mcnemar_p == pytest.approx(2 * 0.5**wins) and far.mcnemar_p < 1e-100
+    assert report.test("strong", "weak", "nDCG@3").mcnemar_p is None  # not 0/1
+    near = report.test("strong", "close", "R@1")
+    assert not near.p_at_floor and near.mcnemar_p == pytest.approx(1.0)
+    md = report.to_markdown()
+    row = next(line for line in md.splitlines() if "| R@1 | strong | weak |" in line)
+    assert "| < 1e-3 | " in row and f"| {far.mcnemar_p:.1e} |" in row
+    assert json.loads(report.to_json())["tests"][0]["mcnemar_p"] is not None
+    assert (floor_text(10_000), floor_text(2_000), floor_text(999)) == (
+        "< 1e-4",
+        "< 5e-4",
+        "< 1e-3",
+    )
+    # McNemar equals the exact binomial by hand (scipy's binomtest on the discordant pairs).
+    a = np.array([1, 1, 1, 0, 1, 0, 1, 1.0])
+    b = np.array([0, 0, 1, 0, 0, 1, 0, 1.0])
+    k, m = 1, 5  # a wins 4, b wins 1
+    by_hand = min(1.0, 2 * sum(math.comb(m, i) for i in range(k + 1)) / 2**m)
+    assert mcnemar(a, b) == pytest.approx(by_hand)
+
+
+def test_bootstrap_bounds_are_rounded_to_the_documented_precision() -> None:
+    from searchtome.leaderboard.significance import CI_DECIMALS
+
+    rng = np.random.default_rng(5)
+    n = 300
+    per_query = {s: {"nDCG@3": rng.random(n) / 3} for s in ("a", "b", "c")}  # irrational-ish
+    report = compare(per_query, permutations=99, bootstrap=200, groups=["x", "y", "z"] * 100)
+    assert CI_DECIMALS == 6
+    for t in report.tests:
+        for bound in (t.ci_low, t.ci_high):
+            assert bound == round(bound, CI_DECIMALS)
+    # A perturbation below the precision (what another CPU's summation order does) changes
+    # no bound: the scores moved by 1e-15 give the same report.
+    nudged = {s: {"nDCG@3": v["nDCG@3"] + 1e-15} for s, v in per_query.items()}
+    again = compare(nudged, permutations=99, bootstrap=200, groups=["x", "y", "z"] * 100)
+    assert [(t.ci_low, t.ci_high) for t in again.tests] == [
+        (t.ci_low, t.ci_high) for t in report.tests
+    ]
