@@ -32,7 +32,7 @@ from searchtome.submissions.problems import (
     quote,
 )
 from searchtome.submissions.reader import SubmissionFiles, open_submission, read_predictions
-from searchtome.submissions.schema import MAX_IDS, RunFormat
+from searchtome.submissions.schema import MAX_IDS, PREDICTION_FILES, RunFormat
 
 from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
@@ -318,7 +318,8 @@ class MalformedIds:
 
 
 def _bare_name(path: Path) -> str:
-    return path.name.split(".")[0]
+    """A bare file's run name, as the reader gives it: the folder of ``predictions.jsonl``."""
+    return path.parent.name if path.name in PREDICTION_FILES else path.name.split(".")[0]
 
 
 class _SplitCheck:
@@ -341,6 +342,7 @@ class _SplitCheck:
         self.counts = StructureCounts()
         self.n_unknown = 0
         self.shown = ""
+        self.format = "jsonl"
         self.malformed = MalformedIds(dataset)
         self.canonical = {node: node for node in dataset.nodes} if keep_run else {}
 
@@ -356,6 +358,7 @@ class _SplitCheck:
     def add_predictions(self, preds: Predictions) -> None:
         """An already parsed file (TREC): the same checks, query by query."""
         self.shown = str(preds.path)
+        self.format = preds.format
         self.problems.extend(preds.problems)
         scores = preds.run.scores or {}
         for qid, line in preds.line_of.items():
@@ -373,7 +376,7 @@ class _SplitCheck:
             return
         ranking = answer.leaf_ids
         if len(ranking) > self.max_ids:
-            field_name = "docno" if self.shown.endswith((".trec", ".run", ".txt")) else "leaf_ids"
+            field_name = "docno" if self.format == "trec" else "leaf_ids"
             message = f"{len(ranking)} ids for query {quote(qid)}; at most {self.max_ids} allowed"
             self.problems.append(
                 Problem(self.shown, answer.line, field_name, message, "too-many-ids")
@@ -415,7 +418,7 @@ class _SplitCheck:
         message = self.malformed.message(self.counts.ids)
         if message is None:
             return None
-        field_name = "docno" if self.shown.endswith((".trec", ".run", ".txt")) else "leaf_ids"
+        field_name = "docno" if self.format == "trec" else "leaf_ids"
         return Problem(self.shown, self.malformed.first_line, field_name, message, "malformed-ids")
 
     def missing(self) -> list[str]:
