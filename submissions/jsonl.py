@@ -88,7 +88,7 @@ class LineParser:
                 answer = self.check_line(lineno, text)
                 if answer is not None:
                     yield answer
-            if self.problems.total("error") >= limits.max_errors:
+            if self.problems.errors >= limits.max_errors:
                 message = (
                     f"stopped reading at line {lineno:,} after {limits.max_errors:,} errors; "
                     "fix these first (the first of each kind are listed)"

@@ -36,6 +36,9 @@ class Limits:
     # Reading stops after this many errors: a file of millions of bad lines is refused in
     # seconds rather than checked to its end (counts are then "at least").
     max_errors: int = 100_000
+    # Lines read at most (blank ones too): a TREC run of 100 ids for 100,000 queries fits; a
+    # gigabyte of newlines is refused in seconds rather than looped over for minutes.
+    max_lines: int = 10_000_000
 
 
 DEFAULT_LIMITS = Limits()
@@ -95,6 +98,12 @@ class _CappedReader:
                 yield self.lineno + 1, None, self._bomb()
                 return
             self.lineno += 1
+            if self.lineno > self.limits.max_lines:
+                message = (
+                    f"more than {self.limits.max_lines:,} lines; one line per query is expected"
+                )
+                yield self.lineno, None, Problem(self.shown, None, "size", message, "too-large")
+                return
             if len(chunk) > self.limits.max_line_bytes:
                 if not self._skip_rest_of_line(chunk):
                     yield self.lineno, None, self._bomb()

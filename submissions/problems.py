@@ -74,11 +74,13 @@ class ProblemLog(list[Problem]):
         super().__init__()
         self.keep_per_kind = keep_per_kind
         self.counts: Counter[tuple[str, str]] = Counter()
+        self.errors = 0  # findings of severity "error", kept or not (read once a line)
         self.extend(items)
 
     def append(self, problem: Problem) -> None:
         key = (problem.severity, problem.code)
         self.counts[key] += 1
+        self.errors += problem.severity == "error"
         if self.counts[key] <= self.keep_per_kind:
             super().append(problem)
 
@@ -96,6 +98,7 @@ class ProblemLog(list[Problem]):
     def insert(self, index: SupportsIndex, problem: Problem) -> None:
         key = (problem.severity, problem.code)
         self.counts[key] += 1
+        self.errors += problem.severity == "error"
         if self.counts[key] <= self.keep_per_kind:
             super().insert(index, problem)
 
@@ -108,6 +111,7 @@ class ProblemLog(list[Problem]):
             dropped = n - kept[key]
             if dropped:
                 self.counts[key] += dropped
+                self.errors += dropped if key[0] == "error" else 0
 
     def total(self, severity: str) -> int:
         """Findings of ``severity`` (``error`` or ``warning``), kept or not."""

@@ -15,7 +15,7 @@ from typing import Any
 from searchtome.submissions.jsonl import parse_jsonl
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
 from searchtome.submissions.meta import read_meta
-from searchtome.submissions.problems import Predictions, Problem, ProblemLog, quote
+from searchtome.submissions.problems import Predictions, Problem, ProblemLog, counts_of, quote
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES, RunFormat
 from searchtome.submissions.trec import parse_trec
 
@@ -207,9 +207,13 @@ def read_submission(
         p for p in loaded.errors if p.path.endswith(META_FILE) and p.code in _FATAL_META_CODES
     ]
     if fatal:
+        # Counted, not only kept: a file of 5,000 bad lines says 4,999 more, not 999.
+        ignored = len(loaded.errors) - len(fatal)  # meta.json problems left to the validator
+        n_fatal = sum(n for (sev, _), n in counts_of(loaded.problems).items() if sev == "error")
+        n_fatal -= ignored
         more = (
-            f" (and {len(fatal) - 1} more problems; run `searchtome validate`)"
-            if len(fatal) > 1
+            f" (and {n_fatal - 1:,} more problems; run `searchtome validate`)"
+            if n_fatal > 1
             else ""
         )
         raise SearchTomeError(f"{fatal[0]}{more}")

@@ -32,7 +32,7 @@ from searchtome.submissions.problems import (
     quote,
 )
 from searchtome.submissions.reader import SubmissionFiles, open_submission, read_predictions
-from searchtome.submissions.schema import MAX_IDS, RunFormat
+from searchtome.submissions.schema import MAX_IDS, PREDICTION_FILES, RunFormat
 
 from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
@@ -318,7 +318,8 @@ class MalformedIds:
 
 
 def _bare_name(path: Path) -> str:
-    return path.name.split(".")[0]
+    """A bare file's run name, as the reader gives it: the folder of ``predictions.jsonl``."""
+    return path.parent.name if path.name in PREDICTION_FILES else path.name.split(".")[0]
 
 
 class _SplitCheck:
@@ -341,7 +342,9 @@ class _SplitCheck:
         self.counts = StructureCounts()
         self.n_unknown = 0
         self.shown = ""
+        self.format = "jsonl"
         self.malformed = MalformedIds(dataset)
+        self.canonical = {node: node for node in dataset.nodes} if keep_run else {}
 
     def stream_jsonl(self, path: Path) -> None:
         self.shown = str(path)
@@ -355,6 +358,7 @@ class _SplitCheck:
     def add_predictions(self, preds: Predictions) -> None:
         """An already parsed file (TREC): the same checks, query by query."""
         self.shown = str(preds.path)
+        self.format = preds.format
         self.problems.extend(preds.problems)
         scores = preds.run.scores or {}
         for qid, line in preds.line_of.items():
@@ -372,7 +376,7 @@ class _SplitCheck:
             return
         ranking = answer.leaf_ids
         if len(ranking) > self.max_ids:
-            field_name = "docno" if self.shown.endswith((".trec", ".run", ".txt")) else "leaf_ids"
+            field_name = "docno" if self.format == "trec" else "leaf_ids"
             message = f"{len(ranking)} ids for query {quote(qid)}; at most {self.max_ids} allowed"
             self.problems.append(
                 Problem(self.shown, answer.line, field_name, message, "too-many-ids")
@@ -386,7 +390,10 @@ class _SplitCheck:
                 if kind == "invalid":
                     self.malformed.add(doc, query.book_id, answer.line)
         if self.keep_run and qid in self.expected_set:
-            self.rankings[qid] = ranking
+            # The dataset's own strings for known ids: a run of 100 ids a query then costs a
+            # pointer per id, not a string per id (about 60 bytes each).
+            canonical = self.canonical
+            self.rankings[qid] = tuple([canonical.get(doc, doc) for doc in ranking])
             if answer.scores is not None:
                 self.scores[qid] = answer.scores
 
@@ -411,7 +418,7 @@ class _SplitCheck:
         message = self.malformed.message(self.counts.ids)
         if message is None:
             return None
-        field_name = "docno" if self.shown.endswith((".trec", ".run", ".txt")) else "leaf_ids"
+        field_name = "docno" if self.format == "trec" else "leaf_ids"
         return Problem(self.shown, self.malformed.first_line, field_name, message, "malformed-ids")
 
     def missing(self) -> list[str]:

@@ -145,16 +145,48 @@ def test_odd_bytes(
         refused(result, needle)
 
 
-def test_gzip_bomb_of_zeros_is_refused_in_bounded_reading(
-    tmp_path: Path, tiny_dataset: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("byte", "gib"), [(b"\0", 1.1), (b"a", 2.0)], ids=["zeros-1.1GiB", "a-2GiB"]
+)
+def test_one_endless_gzip_line_is_refused_without_being_held(
+    byte: bytes, gib: float, tmp_path: Path, tiny_dataset: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import io
-
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz:
-        block = b"\0" * (1 << 20)
-        for _ in range(1100):  # 1.1 GiB of zeros, one endless line
+    # Written block by block from a generator: the line never exists in memory, here or there.
+    path = tmp_path / "sys" / "predictions.jsonl.gz"
+    path.parent.mkdir()
+    (path.parent / "meta.json").write_text(meta_json("sys"))
+    block = byte * (1 << 20)
+    with gzip.open(path, "wb", compresslevel=1) as gz:
+        for _ in range(int(gib * 1024)):
             gz.write(block)
-    folder = folder_with(tmp_path, "sys", buffer.getvalue(), "predictions.jsonl.gz")
-    result = cli(capsys, "validate", folder, "--data", tiny_dataset)
+    result = cli(capsys, "validate", path.parent, "--data", tiny_dataset)
     refused(result, "gzip: content exceeds 1,073,741,824 bytes when decompressed")
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (b"[]\n" * 5000, ":1: json: expected a JSON object, got list (and 4,999 more problems"),
+        (
+            b'{"query_id": "q", "leaf_ids": ["a"], "scores": [1' + b"0" * 400 + b"]}\n",
+            "scores[0]: expected a number, got an integer of 401 digits",
+        ),
+        (b"\xff\xfe{}\n", ":1: encoding: not valid UTF-8 (byte 1)"),
+        (
+            b'{"query_id": "q", "leaf_ids": ["a", "a"]}\n',
+            "leaf_ids[1]: duplicate of leaf_ids[0] ('a')",
+        ),
+        (
+            b'{"query_id": "q", "leaf_ids": []}\n' * 2,
+            ":2: query_id: duplicate query 'q' (first on line 1)",
+        ),
+    ],
+    ids=["empty-lists", "score-10^400", "bad-utf8", "duplicate-id", "duplicate-query"],
+)
+def test_score_refuses_hostile_runs_in_one_line(
+    body: bytes, needle: str, tmp_path: Path, tiny_dataset: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = folder_with(tmp_path, "sys", body)
+    result = cli(capsys, "score", folder, "--data", tiny_dataset)
+    line = refused(result, needle)
+    assert line.startswith("searchtome: error: ") and result.err.count("\n") == 1

@@ -96,3 +96,18 @@ def test_one_line_with_a_hundred_thousand_bad_ids(
     result = cli(capsys, "validate", folder, "--data", tiny_dataset)
     refused(result, "leaf_ids[0]: expected a non-empty string, got number")
     refused(result, "more errors of kind 'type'")
+
+
+def test_a_gigabyte_of_blank_lines_stops_at_the_line_cap(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    # The default cap is 10,000,000 lines (~10 s of reading); a small one shows the same refusal.
+    from searchtome.submissions import Limits, validate_submission
+
+    data = _gzip_lines(b"\n", 1_000_000_000 // 8)  # 125 M newlines, inside the 1 GiB limit
+    folder = folder_with(tmp_path, "blank", data, "predictions.jsonl.gz")
+    report = validate_submission(folder, tiny_dataset, limits=Limits(max_lines=50_000))
+    assert [str(p).split(": ", 1)[1] for p in report.errors] == [
+        "size: more than 50,000 lines; one line per query is expected"
+    ]
+    assert not report.missing  # not read to its end: no "missing queries"
