@@ -356,6 +356,26 @@ class QuestionGenerator:
         if self.client is None:
             self.missing.append(unit_id)
             return None, None, "not in the cache (replay mode)", False
+        # Another build on this cache asking the same: wait for its reply instead of paying twice.
+        claims = self.cache.claims
+        delay = 0.05
+        while not claims.try_claim(key.key):
+            while claims.held(key.key):
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, 1.0)
+            hit = self.cache.get(key, prefer_hosts=self.prefer_hosts)
+            if hit is not None:
+                self.used_hosts.add(hit.host)
+                return hit.content, hit.finish_reason, None, False
+        try:
+            return await self._send(unit_id, key, messages)
+        finally:
+            claims.release(key.key)
+
+    async def _send(
+        self, unit_id: str, key: CacheKey, messages: Sequence[Mapping[str, str]]
+    ) -> tuple[str | None, str | None, str | None, bool]:
+        assert self.client is not None
         result = await self.client.complete(messages, self.sampling, key=unit_id)
         if not result.ok:
             return None, None, f"request failed: {result.error}", True
