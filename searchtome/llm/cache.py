@@ -120,13 +120,18 @@ class Claims:
         self.ttl = ttl
         self.host = socket.gethostname()
         self.owner = {"pid": os.getpid(), "host": self.host}
+        self._text = json.dumps(self.owner)
+        self._mine: set[str] = set()  # keys this instance holds (released without a read)
+        self._ready = False
 
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}.claim"
 
     def try_claim(self, key: str) -> bool:
         """Claim ``key``; ``False`` when a live claim of another request holds it."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        if not self._ready:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._ready = True
         path = self._path(key)
         for _ in range(3):
             try:
@@ -140,7 +145,8 @@ class Claims:
                     os.unlink(path.with_name(f"{path.name}.stale.{os.getpid()}"))
                 continue
             with os.fdopen(fd, "w") as fh:
-                json.dump(self.owner, fh)
+                fh.write(self._text)
+            self._mine.add(key)
             return True
         return False
 
@@ -150,10 +156,10 @@ class Claims:
         return path.exists() and not self._stale(path)
 
     def release(self, key: str) -> None:
-        path = self._path(key)
-        with contextlib.suppress(OSError, ValueError):
-            if json.loads(path.read_text(encoding="utf-8")) == self.owner:
-                path.unlink()
+        if key in self._mine:
+            self._mine.discard(key)
+            with contextlib.suppress(OSError):
+                self._path(key).unlink()
 
     def _stale(self, path: Path) -> bool:
         try:
