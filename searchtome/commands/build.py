@@ -178,7 +178,7 @@ def _add_book_options(p: argparse.ArgumentParser) -> None:
         "--catalog",
         type=Path,
         metavar="FILE",
-        help="catalog TOML (default: the packaged SearchTome v1); with --pdf-dir: optional [[books]] metadata (domain, title, licence)",
+        help="catalog TOML (default: the packaged catalog v2, the paper's 18 books); with --pdf-dir: optional [[books]] metadata (domain, title, licence)",
     )
     src.add_argument("--books", type=_parse_books, metavar="ID,...", help="only these book ids")
     src.add_argument(
@@ -261,7 +261,12 @@ def _add_generation_options(p: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help="extra request fields, e.g. '{\"top_k\": 40}'",
     )
-    llm.add_argument("--timeout", type=float, help=f"seconds per request {_default('timeout')}")
+    llm.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds per request (default: 120; with --endpoint local 120 per batch a request "
+        "may wait behind, 240 at the default concurrency)",
+    )
     llm.add_argument(
         "--max-attempts",
         type=int,

@@ -210,13 +210,18 @@ def _live_pass(
     from searchtome.llm.local import local_server
 
     def run(urls: Sequence[str], model: str, host_label: str | None) -> list[UnitOutcome]:
+        timeout = opts.timeout
+        if timeout is None:
+            timeout = REMOTE_DEFAULTS["timeout"]
+            if endpoint.kind == "local":
+                timeout = local_timeout(concurrency, opts.temperature)
         cfg = ClientConfig(
             base_urls=tuple(urls),
             api_key=opts.api_key or os.environ.get("OPENAI_API_KEY") or None,
             model=model,
             model_label=model_label,
             concurrency=concurrency,
-            timeout=opts.timeout,
+            timeout=timeout,
             max_attempts=opts.max_attempts,
             host_label=host_label,
         )
@@ -253,6 +258,22 @@ def _live_pass(
         with local_server(model_dir) as server:
             return run([server.base_url], server.model, server.host_label), counts[0]
     return run(endpoint.base_urls, opts.model or DEFAULT_MODEL, None), counts[0]
+
+
+def local_timeout(concurrency: int, temperature: float | None) -> float:
+    """Seconds a request to the local server may take: it answers only when its whole batch is
+    decoded, and a request arriving while a batch runs waits for that one first. Greedy
+    requests share batches of up to ``SEARCHTOME_LOCAL_BATCH``; sampled ones run one at a time.
+    So a request may wait ``ceil(concurrency / batch) + 1`` batches (greedy) or ``concurrency``
+    single runs (sampled), each given ``LOCAL_DEFAULTS["timeout"]`` seconds."""
+    import math
+
+    from searchtome.llm.server import default_max_batch
+
+    per_batch = float(LOCAL_DEFAULTS["timeout"])
+    if temperature:
+        return per_batch * max(1, concurrency)
+    return per_batch * (math.ceil(concurrency / max(1, default_max_batch())) + 1)
 
 
 class NoAnswer(SearchTomeError):

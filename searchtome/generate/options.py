@@ -35,6 +35,9 @@ LOCAL_DEFAULTS: dict[str, Any] = {
     "max_tokens": 160,
     "questions_per_unit": DEFAULT_N_QUESTIONS,
     "split_ratios": WHOLE_CHILD_RATIOS,
+    # Seconds per batch a request may wait behind (searchtome.generate.endpoint.local_timeout):
+    # a reply is only sent once its whole batch is decoded, which a loaded CPU stretches.
+    "timeout": 120.0,
 }
 # A capable model (the paper's Mixtral) is asked for more questions about longer units ("auto":
 # on The Whole Child's units that asks 3,262 questions, the paper kept 3,190), and the splits
@@ -46,6 +49,7 @@ REMOTE_DEFAULTS: dict[str, Any] = {
     "max_tokens": 512,
     "questions_per_unit": "auto",
     "split_ratios": DEFAULT_RATIOS,
+    "timeout": 120.0,
 }
 
 
@@ -76,7 +80,7 @@ class BuildOptions:
     frequency_penalty: float | None = None
     stop: tuple[str, ...] = ()
     sampling_extra: dict[str, Any] = field(default_factory=dict)
-    timeout: float = 120.0
+    timeout: float | None = None  # seconds per request; None: the endpoint's default
     max_attempts: int = 6
     # Above this share of failed units the build writes nothing and fails with a summary:
     # a dataset missing most of its questions is a broken endpoint, not a result.

@@ -332,6 +332,7 @@ class QuestionGenerator:
         self.sampling = sampling
         self.used_hosts: set[str] = set()
         self.missing: list[str] = []
+        self._slots: asyncio.Semaphore | None = None
 
     def _key(self, messages: Sequence[Mapping[str, str]]) -> CacheKey:
         return CacheKey(
@@ -356,6 +357,39 @@ class QuestionGenerator:
         if self.client is None:
             self.missing.append(unit_id)
             return None, None, "not in the cache (replay mode)", False
+        # Another build on this cache asking the same: wait for its reply instead of paying twice.
+        # A key is claimed only once a slot is free (as many as the client has in flight), so
+        # two builds split the queue instead of one claiming every unit up front; a request
+        # whose key another build holds waits outside the slots.
+        claims, slots = self.cache.claims, self._slots or asyncio.Semaphore(1)
+        delay = 0.05
+        while True:
+            async with slots:
+                if claims.try_claim(key.key):
+                    try:
+                        # Another build may have answered it since our cache lookup (a unit
+                        # in `refresh` is asked again whatever the cache holds).
+                        hit = None
+                        if unit_id not in self.refresh:
+                            hit = self.cache.get(key, prefer_hosts=self.prefer_hosts)
+                        if hit is not None:
+                            self.used_hosts.add(hit.host)
+                            return hit.content, hit.finish_reason, None, False
+                        return await self._send(unit_id, key, messages)
+                    finally:
+                        claims.release(key.key)
+            while claims.held(key.key):
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, 1.0)
+            hit = self.cache.get(key, prefer_hosts=self.prefer_hosts)
+            if hit is not None:
+                self.used_hosts.add(hit.host)
+                return hit.content, hit.finish_reason, None, False
+
+    async def _send(
+        self, unit_id: str, key: CacheKey, messages: Sequence[Mapping[str, str]]
+    ) -> tuple[str | None, str | None, str | None, bool]:
+        assert self.client is not None
         result = await self.client.complete(messages, self.sampling, key=unit_id)
         if not result.ok:
             return None, None, f"request failed: {result.error}", True
@@ -432,6 +466,7 @@ class QuestionGenerator:
 
         if self.client is None:
             return await gather_or_cancel(one(u) for u in units)
+        self._slots = asyncio.Semaphore(self.client.config.concurrency)  # bound to this loop
         async with self.client:
             return await gather_or_cancel(one(u) for u in units)
 

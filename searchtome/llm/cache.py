@@ -16,17 +16,27 @@ as they are, without migration: lookups go by ``content_key``, which has always 
 without the host. Such a cache may hold two hosts' different replies to one request; the one
 from an endpoint the build names wins (``prefer_hosts``), otherwise that is an error.
 
+Claims. Two builds sharing a cache would otherwise both ask for every reply neither has yet.
+Before a request is sent, its key is claimed with a lock file in ``<cache>.claims/`` (created
+with ``O_EXCL``, naming the process and host); a process that finds a live claim waits for the
+reply to appear in the cache instead of asking (:class:`Claims`). A claim whose process is gone
+(a killed build, on this host) or that is older than ``ttl`` (another host) is stale and taken
+over, so a crash never blocks a key.
+
 Export/import: one gzip JSON-lines file, rows sorted by key, no timestamps: exporting the same
 cache twice gives the same bytes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import logging
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +110,85 @@ class CacheEntry:
     finish_reason: str | None
 
 
+class Claims:
+    """Cross-process claims on cache keys (see the module docstring)."""
+
+    def __init__(self, folder: Path, ttl: float = 900.0) -> None:
+        import socket
+
+        self.folder = folder
+        self.ttl = ttl
+        self.host = socket.gethostname()
+        self.owner = {"pid": os.getpid(), "host": self.host}
+        self._text = json.dumps(self.owner)
+        self._mine: set[str] = set()  # keys this instance holds (released without a read)
+        self._ready = False
+
+    def _path(self, key: str) -> Path:
+        return self.folder / f"{key}.claim"
+
+    def try_claim(self, key: str) -> bool:
+        """Claim ``key``; ``False`` when a live claim of another request holds it."""
+        if not self._ready:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._ready = True
+        path = self._path(key)
+        for _ in range(3):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if not self._stale(path):
+                    return False
+                # Only one of several processes that found it stale wins the rename.
+                with contextlib.suppress(FileNotFoundError):
+                    os.rename(path, path.with_name(f"{path.name}.stale.{os.getpid()}"))
+                    os.unlink(path.with_name(f"{path.name}.stale.{os.getpid()}"))
+                continue
+            with os.fdopen(fd, "w") as fh:
+                fh.write(self._text)
+            self._mine.add(key)
+            return True
+        return False
+
+    def held(self, key: str) -> bool:
+        """Whether a live claim (ours or another process's) holds ``key``."""
+        path = self._path(key)
+        return path.exists() and not self._stale(path)
+
+    def release(self, key: str) -> None:
+        if key in self._mine:
+            self._mine.discard(key)
+            with contextlib.suppress(OSError):
+                self._path(key).unlink()
+
+    def _stale(self, path: Path) -> bool:
+        try:
+            owner = json.loads(path.read_text(encoding="utf-8"))
+            age = time.time() - path.stat().st_mtime
+        except FileNotFoundError:
+            return False  # released meanwhile: not stale, simply gone (the next try wins)
+        except (OSError, ValueError):
+            return True  # half-written by a process killed while claiming
+        if not isinstance(owner, dict):
+            return True
+        if owner.get("host") == self.host and isinstance(owner.get("pid"), int):
+            # A reused pid looks alive: past four times the ttl the claim is stale anyway.
+            return not _alive(owner["pid"]) or age > 4 * self.ttl
+        return age > self.ttl  # another host's process cannot be asked
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
 class ResponseCache:
     """One SQLite file; safe to use from one thread at a time per instance."""
 
@@ -117,6 +206,7 @@ class ResponseCache:
                 "another --cache file"
             ) from None
         self._lock = threading.Lock()
+        self.claims = Claims(self.path.with_name(f"{self.path.name}.claims"))
 
     def _init_schema(self) -> None:
         with self._db:

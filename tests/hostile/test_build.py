@@ -313,3 +313,18 @@ def test_filters_language_fullwidth_mark_and_short_copies(book_dir, server, tmp_
     assert manifest["generation"]["filters"]["check_language"] is False
     kept = {q.text for s in ("train", "dev", "test") for q in searchtome.load(again).queries(s)}
     assert reply["questions"][0] in kept
+
+
+def test_the_local_timeout_fits_its_batching(monkeypatch, capsys):
+    from searchtome.generate.endpoint import local_timeout
+
+    monkeypatch.delenv("SEARCHTOME_LOCAL_BATCH", raising=False)
+    assert local_timeout(16, 0.0) == 240  # its own batch and the one running before it
+    assert local_timeout(64, 0.0) == 600  # four batches queued ahead, plus the running one
+    assert local_timeout(16, 0.7) == 1920  # sampled requests run one at a time
+    monkeypatch.setenv("SEARCHTOME_LOCAL_BATCH", "4")
+    assert local_timeout(16, None) == 600
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the packaged catalog v2" in text and "SearchTome v1" not in text

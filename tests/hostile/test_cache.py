@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import searchtome
 from searchtome.cli import main
 from searchtome.llm.cache import ResponseCache
+from tests.fixtures.fake_openai import FakeOpenAIServer
+from tests.generate.test_build import make_pdf
 from tests.hostile.conftest import build_args
+
+REPO = Path(__file__).resolve().parents[2]
 
 POISON = {
     "brackets": "[" * 50_000,
@@ -84,3 +93,58 @@ def test_an_unreadable_cache_file_is_one_line(tmp_path, capsys):
     assert main(["cache", "check", "--cache", str(cache)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a usable response cache" in err
+
+
+_BUILD = "import sys; from searchtome.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _spawn(args: list[str], tmp_path: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-c", _BUILD, *args], env=env, cwd=tmp_path)
+
+
+def test_two_builds_at_once_on_one_cache_ask_each_request_once(tmp_path):
+    pdfs = tmp_path / "pdfs"
+    make_pdf(pdfs / "big.pdf", chapters=2, sections=3, paragraphs=2, seed=5)
+    cache = tmp_path / "c.sqlite"
+    with FakeOpenAIServer(latency=0.3) as slow:
+        runs = [
+            _spawn(
+                [*build_args(pdfs, slow.base_url, tmp_path / f"d{i}", cache), "--concurrency", "3"],
+                tmp_path,
+            )
+            for i in (1, 2)
+        ]
+        assert [p.wait(timeout=300) for p in runs] == [0, 0]
+        asked = [r.messages_hash for r in slow.chat_records()]
+    n_units = len(searchtome.load(tmp_path / "d1").units())
+    assert len(asked) == len(set(asked)) == n_units  # nobody paid twice
+    assert _files(tmp_path / "d1") == _files(tmp_path / "d2")
+    assert not list((tmp_path / "c.sqlite.claims").iterdir())  # every claim released
+
+
+def test_a_killed_builds_claims_do_not_block_the_next(tmp_path):
+    pdfs = tmp_path / "pdfs"
+    make_pdf(pdfs / "big.pdf", chapters=2, sections=3, paragraphs=2, seed=6)
+    cache = tmp_path / "c.sqlite"
+    with FakeOpenAIServer(latency=5) as stuck:
+        args = [*build_args(pdfs, stuck.base_url, tmp_path / "d", cache), "--concurrency", "4"]
+        proc = _spawn(args, tmp_path)
+        deadline = time.monotonic() + 120
+        while len(stuck.chat_records()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    claims = list((tmp_path / "c.sqlite.claims").iterdir())
+    assert len(claims) >= 4  # left behind, their owner dead
+    with FakeOpenAIServer() as healthy:
+        args = build_args(pdfs, healthy.base_url, tmp_path / "d", cache)
+        assert main(args) == 0
+        assert len(healthy.chat_records()) == len(searchtome.load(tmp_path / "d").units())
+    assert not list((tmp_path / "c.sqlite.claims").iterdir())
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
