@@ -25,6 +25,9 @@ from searchtome.submissions.lines import Limits
 # Non-ASCII whitespace: str.split() splits on it, pyarrow does not.
 _OTHER_WHITESPACE = re.compile(r"[^\S \r\n]")
 _COLUMNS = ("qid", "q0", "docno", "rank", "score", "tag")
+# Smaller files go to the line parser, which reads them in milliseconds: importing pyarrow
+# would cost a one-query `searchtome score` more than the parse.
+MIN_BYTES = 1 << 20
 _QUERIES_PER_SLICE = 2048
 _SCAN_BYTES = 1 << 22  # bytes per numpy pass when checking the raw text
 
@@ -43,6 +46,11 @@ class FastRows:
 
 def read_fast(path: Path, limits: Limits) -> FastRows | None:
     """The run in ``path``, or ``None`` when the line parser must read it (see module doc)."""
+    try:
+        if path.stat().st_size < MIN_BYTES:
+            return None
+    except OSError:
+        return None
     scanned = _scan_file(path, limits)
     if scanned is None:
         return None

@@ -49,6 +49,21 @@ REFUSED = {
 }
 
 
+@pytest.fixture(autouse=True)
+def every_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These files are tiny: let the fast path take them anyway."""
+    monkeypatch.setattr(trec_fast, "MIN_BYTES", 0)
+
+
+def test_small_files_go_to_the_line_parser(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "run.trec"
+    path.write_text(GOOD)
+    monkeypatch.setattr(trec_fast, "MIN_BYTES", len(GOOD) + 1)
+    assert trec_fast.read_fast(path, DEFAULT_LIMITS) is None
+    monkeypatch.setattr(trec_fast, "MIN_BYTES", len(GOOD))
+    assert trec_fast.read_fast(path, DEFAULT_LIMITS) is not None
+
+
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch, limits: Limits = DEFAULT_LIMITS):
     fast = trec.parse_trec(path, None, limits)
     with monkeypatch.context() as m:
