@@ -112,12 +112,14 @@ def sliced(full: Path, work: Path, n_leaves: int, per_split: dict[str, int]) -> 
     return out
 
 
-def run_env(work: Path, label: str, legacy: bool) -> dict[str, str]:
+def run_env(work: Path, label: str, legacy: bool, threads: str = "") -> dict[str, str]:
     """A fresh cache root sharing only the converted models, and the mode's thread settings."""
     from searchtome.settings import home
     from searchtome.threads import usable_cpus
 
     models = home() / "models"
+    # On an empty cache the first run converts the model into it, through the link.
+    models.mkdir(parents=True, exist_ok=True)
     run_home = work / f"home-{label}"
     shutil.rmtree(run_home, ignore_errors=True)
     run_home.mkdir(parents=True)
@@ -128,18 +130,21 @@ def run_env(work: Path, label: str, legacy: bool) -> dict[str, str]:
     )
     if legacy:
         env.update(SEARCHTOME_THREADS=str(usable_cpus()), SEARCHTOME_OMP_WAIT="default")
+    if threads:
+        env["SEARCHTOME_THREADS"] = threads
     return env
 
 
-def workload(data: Path, work: Path, label: str, legacy: bool) -> tuple[float, bytes, Any]:
+def workload(
+    data: Path, work: Path, label: str, legacy: bool, sets: list[str], threads: str = ""
+) -> tuple[float, bytes, Any]:
     """One DSI run (train + predict) in a child process: wall time, predictions, thread record."""
     out = work / f"run-{label}"
     shutil.rmtree(out, ignore_errors=True)
-    sets = [item for s in WORKLOAD for item in ("--set", s)]
     start = time.perf_counter()
     cli(
         "run", "dsi", "--data", str(data), "--split", "test", "--depth", "10",
-        "--out", str(out), "--seed", "42", *sets, env=run_env(work, label, legacy),
+        "--out", str(out), "--seed", "42", *sets, env=run_env(work, label, legacy, threads),
     )  # fmt: skip
     wall = time.perf_counter() - start
     meta = json.loads((out / "meta.json").read_text())
@@ -174,27 +179,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=40, help="test questions predicted")
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
     parser.add_argument("--work", type=Path, default=Path("/tmp/searchtome-contention"))
+    parser.add_argument("--dtype", default="auto", help="DSI's dtype (auto, float32, bfloat16)")
+    parser.add_argument(
+        "--threads",
+        default="",
+        metavar="A,B",
+        help="SEARCHTOME_THREADS for run 1 and run 2 (default: unset, the project's policy)",
+    )
     args = parser.parse_args(argv)
+    pinned = [*args.threads.split(","), ""][:2] if args.threads else ["", ""]
     args.work.mkdir(parents=True, exist_ok=True)
     per_split = {"train": 64, "dev": 16, "test": args.queries}
     data = sliced(imported(args.source, args.work), args.work, args.leaves, per_split)
     mode = "legacy" if args.legacy else "default"
-    say(f"mode {mode}; dataset {data}; load average {os.getloadavg()[0]:.2f} before")
+    sets = [item for s in (*WORKLOAD, f"dtype={args.dtype}") for item in ("--set", s)]
+    say(f"mode {mode}; dtype {args.dtype}; dataset {data}; load {os.getloadavg()[0]:.2f} before")
     say("run 1: alone ...")
-    alone, preds_alone, threads_alone = workload(data, args.work, f"{mode}-alone", args.legacy)
+    alone, preds_alone, threads_alone = workload(
+        data, args.work, f"{mode}-alone", args.legacy, sets, pinned[0]
+    )
     say(f"  alone: {alone:.1f} s, threads {threads_alone}")
     say(f"run 2: beside {args.competitors} busy processes ...")
     procs = busy_loops(args.competitors)
     try:
         loaded, preds_loaded, threads_loaded = workload(
-            data, args.work, f"{mode}-loaded", args.legacy
+            data, args.work, f"{mode}-loaded", args.legacy, sets, pinned[1]
         )
     finally:
         stop(procs)
     say(f"  loaded: {loaded:.1f} s, threads {threads_loaded}")
-    say(f"predictions identical: {'yes' if preds_alone == preds_loaded else 'NO'}")
+    same = preds_alone == preds_loaded
+    say(f"predictions identical: {'yes' if same else 'NO'}")
     say(f"slowdown {loaded / alone:.1f}x")
-    return 0 if preds_alone == preds_loaded else 1
+    if not same:
+        # The benchmark's first promise is the same answer under any load: a difference fails it.
+        print("contention: FAILED: the predictions differ between the two runs", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ def bare_pass(path: Path) -> int:
 def full_extraction(path: Path) -> tuple[int, int, int]:
     from searchtome.ingest.extract import extract_book
 
-    ex = extract_book(path)
+    ex = extract_book(path, infer_toc="auto")  # an outline when there is one, else inferred
     return len(ex.toc.nodes), len(ex.leaves), len(ex.paragraphs)
 
 

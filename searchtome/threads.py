@@ -1,22 +1,28 @@
 """CPU threads for torch work: how many to use, and how idle ones wait.
 
-A busy machine is the normal case (a laptop, a shared box, CI running other jobs), so the
-defaults are chosen to share it instead of fighting it:
-
-* **How many**: the CPUs this process may run on (affinity and cgroup quota), less the ones
-  other processes keep busy right now (runnable tasks sampled from ``/proc/stat``), never
-  fewer than one. On an idle 2-core machine that is 2; beside two busy processes it is 1.
+* **How many**: the CPUs this process may run on (its affinity mask, capped by a cgroup CPU
+  quota), never fewer than one. The count is a fact of the machine and never of its load: torch
+  splits reductions (``sum``, softmax denominators, the loss) and small matrix products between
+  its threads, so the last bits of a float result depend on how many there are. DSI trained and
+  predicted with 1 and with 2 threads gave different scores (benchmarks/contention.py, AMD EPYC,
+  float32: 3 of 40 queries; the issue's Intel Xeon, bfloat16: all 40, 21 rankings). A count that
+  followed the load, as it once did (CPUs less the busy ones), made the same command's answer
+  depend on what else the machine was running.
 * **How they wait**: OpenMP threads that spin at every barrier waiting for a sibling the
   kernel has descheduled turn a fair 2-3x slowdown into 20x or more, so idle threads sleep
-  (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0``). This must be in the environment before
-  the OpenMP runtime starts, i.e. before ``import torch``: :func:`quiet_waiting` is called by
-  the console script first thing, and child processes get it through :func:`child_env`.
+  (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0``). This is what keeps a busy machine
+  bearable with the full count. It must be in the environment before the OpenMP runtime starts,
+  i.e. before ``import torch``: :func:`quiet_waiting` is called by the console script first
+  thing, and child processes get it through :func:`child_env`.
+
+The count is applied the same way whatever decided it (:func:`use_torch_threads` always calls
+``torch.set_num_threads``, which also turns MKL's dynamic thread adjustment off), so an
+explicit count equal to the default gives the default's results bit for bit.
 
 Switches: ``SEARCHTOME_THREADS=N`` fixes the count everywhere (a baseline's own ``threads``
-setting, when not 0, wins over it); ``SEARCHTOME_OMP_WAIT=default`` leaves the OpenMP runtime's
-own waiting (spinning) in place, which only the before/after benchmark should want. The count
-does not change results: the generative baselines' predictions and MiniLM's embeddings are the
-same with 1 and 2 threads (tests/test_threads.py), so choosing it from the load is safe.
+setting, when not 0, wins over it); it is how to reproduce a run from a machine with another
+number of CPUs (meta.json records the count). ``SEARCHTOME_OMP_WAIT=default`` leaves the OpenMP
+runtime's own waiting (spinning) in place, which only the before/after benchmark should want.
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,20 +44,16 @@ ENV_WAIT = "SEARCHTOME_OMP_WAIT"
 WAIT_CHOICES = ("passive", "default")
 # Sleep instead of spinning: libgomp reads OMP_WAIT_POLICY, Intel's runtime KMP_BLOCKTIME.
 WAIT_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
-PROC_STAT = Path("/proc/stat")
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
-SAMPLES = 5
-SAMPLE_GAP_S = 0.02
 
 
 @dataclass(frozen=True)
 class ThreadChoice:
-    """How many threads a workload got and why (``source``: config, env or load)."""
+    """How many threads a workload got and why (``source``: config, env or cpus)."""
 
     count: int
     source: str
     usable_cpus: int
-    busy_elsewhere: float | None = None  # sampled only when the load decided
 
 
 # Choices made inside :func:`recording` blocks (innermost last), for a run's meta.json.
@@ -108,48 +109,6 @@ def cgroup_quota() -> float | None:
         return None
 
 
-def read_stat() -> tuple[int | None, int]:
-    """``procs_running`` (None when unreadable) and the number of CPUs ``/proc/stat`` covers."""
-    try:
-        lines = PROC_STAT.read_text().splitlines()
-    except OSError:
-        return None, os.cpu_count() or 1
-    running = None
-    cpus = 0
-    for line in lines:
-        head = line.split(maxsplit=1)[0] if line.strip() else ""
-        if head.startswith("cpu") and head[3:].isdigit():
-            cpus += 1
-        elif head == "procs_running":
-            with contextlib.suppress(ValueError, IndexError):
-                running = int(line.split()[1])
-    return running, cpus or os.cpu_count() or 1
-
-
-def busy_elsewhere(usable: int | None = None) -> float:
-    """How many of our usable CPUs other processes keep busy now.
-
-    ``procs_running`` counts runnable tasks on the whole machine, this one included (hence the
-    minus one). It is instantaneous (the load average lags by a minute, too slow for a job that
-    starts beside another one), so it is sampled a few times. When this process may use only
-    some of the machine's CPUs (a container, a taskset), other tasks are spread over all of
-    them, so only our share of them counts.
-    """
-    usable = usable or usable_cpus()
-    samples = []
-    online = 1
-    for i in range(SAMPLES):
-        running, online = read_stat()
-        if running is None:
-            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 1.0
-            return max(0.0, load - 1.0)
-        samples.append(running - 1)
-        if i + 1 < SAMPLES:
-            time.sleep(SAMPLE_GAP_S)
-    busy = max(0.0, sum(samples) / len(samples))
-    return busy * usable / online if online > usable else busy
-
-
 def env_threads() -> int | None:
     """``SEARCHTOME_THREADS`` as a positive int, None when unset or 0; a clear error when malformed."""
     raw = os.environ.get(ENV_THREADS, "").strip()
@@ -158,25 +117,25 @@ def env_threads() -> int | None:
             return None
         raise SearchTomeError(
             f"{ENV_THREADS}={raw!r}: expected a whole number of threads "
-            "(0 or unset: chosen from the CPUs and the load)"
+            "(0 or unset: one per usable CPU)"
         )
     return int(raw) or None
 
 
 def decide(requested: int = 0) -> ThreadChoice:
-    """The thread count: ``requested`` if > 0, else ``SEARCHTOME_THREADS``, else the load."""
+    """The thread count: ``requested`` if > 0, else ``SEARCHTOME_THREADS``, else the usable CPUs.
+
+    Never the load: the count changes float results (see the module docstring).
+    """
     if requested < 0:
-        raise SearchTomeError(f"threads={requested}: expected 0 (from the load) or more")
+        raise SearchTomeError(f"threads={requested}: expected 0 (one per usable CPU) or more")
     cpus = usable_cpus()
     if requested > 0:
         return ThreadChoice(requested, "config", cpus)
     fixed = env_threads()
     if fixed is not None:
         return ThreadChoice(fixed, "env", cpus)
-    busy = busy_elsewhere(cpus)
-    # round(): a CPU counts as taken when other tasks hold it more than half the time.
-    count = max(1, min(cpus, round(cpus - busy)))
-    return ThreadChoice(count, "load", cpus, round(busy, 2))
+    return ThreadChoice(cpus, "cpus", cpus)
 
 
 def choose_threads(requested: int = 0) -> int:
@@ -190,16 +149,16 @@ def use_torch_threads(requested: int = 0) -> int:
 
     wait_policy()  # a malformed switch is an error here, inside the command's error handling
     choice = decide(requested)
-    if torch.get_num_threads() != choice.count:
-        torch.set_num_threads(choice.count)
+    # Always, even when torch already has that count: the call also fixes MKL's dynamic
+    # adjustment off, so every path into a workload leaves the runtimes in the same state.
+    torch.set_num_threads(choice.count)
     for recorder in _RECORDERS:
         recorder.append(choice)
     log.info(
-        "torch uses %d thread(s) (%s; usable CPUs %d, busy elsewhere %s)",
+        "torch uses %d thread(s) (%s; usable CPUs %d)",
         choice.count,
         choice.source,
         choice.usable_cpus,
-        choice.busy_elsewhere,
     )
     return choice.count
 
@@ -223,9 +182,7 @@ def summary(choices: Sequence[ThreadChoice]) -> dict[str, Any]:
     }
     if choices:
         last = choices[-1]
-        out.update(
-            source=last.source, usable_cpus=last.usable_cpus, busy_elsewhere=last.busy_elsewhere
-        )
+        out.update(source=last.source, usable_cpus=last.usable_cpus)
     return out
 
 

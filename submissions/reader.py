@@ -17,7 +17,7 @@ from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
 from searchtome.submissions.meta import read_meta
 from searchtome.submissions.problems import Predictions, Problem, ProblemLog, counts_of, quote
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES, RunFormat
-from searchtome.submissions.trec import parse_trec
+from searchtome.submissions.trec import looks_like_trec, parse_trec
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
@@ -55,6 +55,8 @@ def read_predictions(
     if run_format not in ("auto", "jsonl", "trec"):
         raise SearchTomeError(f"unknown run format {run_format!r}; use auto, jsonl or trec")
     fmt = detect_format(path, limits) if run_format == "auto" else run_format
+    if fmt == "jsonl" and run_format == "auto" and looks_like_trec(path, limits):
+        fmt = "trec"  # a TREC run with a field too many or too few: one clear problem
     if fmt == "trec":
         return parse_trec(path, name, limits)
     return parse_jsonl(path, name or _default_name(path), limits)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from searchtome.submissions.lines import Limits, iter_lines
 from searchtome.submissions.problems import Predictions, Problem, ProblemLog, quote
+from searchtome.submissions.trec_fast import read_fast
 
 from searchtome.metrics.ties import TIE_RULE, count_ties, order_by_score
 from searchtome.records import Run
@@ -30,7 +31,20 @@ class _Rows:
 
 
 def parse_trec(path: Path, name: str | None, limits: Limits) -> Predictions:
-    """Parse a TREC run file; the run is named ``name``, else its one tag, else the file stem."""
+    """Parse a TREC run file; the run is named ``name``, else its one tag, else the file stem.
+
+    Well-formed runs are read by the vectorised reader (:mod:`.trec_fast`); anything it does
+    not take is read line by line here, which reports every problem with its line.
+    """
+    fast = read_fast(path, limits)
+    if fast is not None:
+        problems = ProblemLog(
+            _warnings(str(path), fast.tied, fast.rank_disagrees, fast.tags),
+            keep_per_kind=limits.max_problems_per_kind,
+        )
+        run_name = name or (fast.tags[0] if len(fast.tags) == 1 else path.stem)
+        run = Run(name=run_name, rankings=fast.rankings, scores=fast.scores)
+        return Predictions(path, "trec", run, fast.line_of, problems, tuple(fast.tags))
     shown = str(path)
     problems = ProblemLog(keep_per_kind=limits.max_problems_per_kind)  # capped per kind
     rows = _Rows()
@@ -56,11 +70,48 @@ def parse_trec(path: Path, name: str | None, limits: Limits) -> Predictions:
         ranks = [rank_of[d] for d in rankings[qid]]
         if any(b < a for a, b in pairwise(ranks)):
             rank_disagrees += 1
-    problems += _warnings(shown, tied, rank_disagrees, list(rows.tags))
+    problems = _one_field_count_problem(problems, shown) + _warnings(
+        shown, tied, rank_disagrees, list(rows.tags)
+    )
     tags = rows.tags
     run_name = name or (next(iter(tags)) if len(tags) == 1 else path.stem)
     run = Run(name=run_name, rankings=rankings, scores=scores)
     return Predictions(path, "trec", run, rows.line_of, problems, tuple(tags))
+
+
+TREC_SUFFIXES = (".trec", ".run")
+# Whitespace-separated fields on a line that reads as a TREC run with a field missing or extra.
+NEAR_TREC_FIELDS = range(4, 8)
+
+
+def looks_like_trec(path: Path, limits: Limits) -> bool:
+    """Whether a file the content sniffer took for JSON lines is a TREC run gone wrong: its first
+    non-blank line is not JSON-like and has 4 to 7 fields, or the name ends in .trec / .run."""
+    for _, text, problem in iter_lines(path, limits):
+        if problem is not None:
+            return False
+        assert text is not None
+        stripped = text.strip()
+        if stripped:
+            if stripped[0] in "{[":
+                return False
+            named = any(s in TREC_SUFFIXES for s in path.suffixes)
+            return named or len(stripped.split()) in NEAR_TREC_FIELDS
+    return False
+
+
+def _one_field_count_problem(problems: list[Problem], shown: str) -> list[Problem]:
+    """When no line has 6 fields, one problem for the file instead of one per line."""
+    wrong = [p for p in problems if p.code == "trec-fields"]
+    if not wrong or len(wrong) != len(problems):
+        return problems
+    counts = sorted({int(p.message.rsplit(" ", 1)[1]) for p in wrong})
+    how_many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+    message = (
+        f"looks like a TREC run with the wrong number of fields: its lines have {how_many} "
+        f"fields, not the 6 of 'qid Q0 docno rank score tag' ({len(wrong)} line(s))"
+    )
+    return [Problem(shown, wrong[0].line, "line", message, "trec-fields")]
 
 
 def _add_line(rows: _Rows, parts: list[str], shown: str, lineno: int) -> Problem | None:

@@ -1,9 +1,14 @@
-"""The thread policy: its arithmetic on given /proc/stat contents, its switches, and that the
-thread count changes no result (DSI predictions, MiniLM vectors)."""
+"""The thread policy: the count is the usable CPUs whatever the load, its switches, and the
+same torch settings on every path into a workload."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,21 +18,11 @@ from searchtome.errors import SearchTomeError
 from tests.fixtures.llm_helpers import tiny_lm_fixture  # noqa: F401
 
 
-def _stat(tmp_path: Path, cpus: int, running: int) -> Path:
-    lines = ["cpu  10 0 10 100 0 0 0 0 0 0"]
-    lines += [f"cpu{i} 5 0 5 50 0 0 0 0 0 0" for i in range(cpus)]
-    lines += ["intr 1 2 3", "ctxt 42", f"procs_running {running}", "procs_blocked 0"]
-    path = tmp_path / "stat"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 @pytest.fixture
 def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Set up a pretend machine: ``machine(online, affinity, running, cpu_max=None)``."""
+    """Set up a pretend machine: ``machine(affinity, cpu_max=None)``."""
 
-    def make(online: int, affinity: int, running: int, cpu_max: str | None = None) -> None:
-        monkeypatch.setattr(threads, "PROC_STAT", _stat(tmp_path, online, running))
+    def make(affinity: int, cpu_max: str | None = None) -> None:
         monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: set(range(affinity)))
         quota = tmp_path / "cpu.max"
         if cpu_max is None:
@@ -36,50 +31,79 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             quota.write_text(cpu_max + "\n")
         monkeypatch.setattr(threads, "CGROUP_CPU_MAX", quota)
 
-    monkeypatch.setattr(threads, "SAMPLE_GAP_S", 0.0)
     monkeypatch.delenv(threads.ENV_THREADS, raising=False)
     return make
 
 
-@pytest.mark.parametrize(
-    ("online", "affinity", "running", "expected"),
-    [
-        (4, 4, 1, 4),  # idle: only the asking process runs
-        (4, 4, 3, 2),  # two busy processes take two of four CPUs
-        (2, 2, 3, 1),  # an idle-looking 2-core box beside two busy loops: one thread
-        (2, 2, 20, 1),  # never fewer than one
-        (8, 2, 9, 1),  # 8 busy tasks spread over 8 CPUs: 2 of them land on our 2
-        (8, 2, 3, 2),  # 2 busy tasks over 8 CPUs: half a CPU of ours, rounds to 2 free
-    ],
-)
-def test_count_is_usable_cpus_less_busy_ones(machine, online, affinity, running, expected):
-    machine(online, affinity, running)
-    choice = threads.decide()
-    assert (choice.count, choice.source, choice.usable_cpus) == (expected, "load", affinity)
-    assert threads.choose_threads() == expected
+@contextlib.contextmanager
+def busy_loops(n: int) -> Iterator[None]:
+    """``n`` CPU-bound processes running for the length of the block."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        time.sleep(0.3)  # running by now, as a job started beside them would see them
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def test_count_is_the_usable_cpus_even_beside_busy_processes(monkeypatch) -> None:
+    """The old policy (CPUs less the busy ones) chose fewer threads here, and so gave another
+    answer: the count must not follow the load (benchmarks/contention.py)."""
+    monkeypatch.delenv(threads.ENV_THREADS, raising=False)
+    idle = threads.decide()
+    with busy_loops(threads.usable_cpus() + 1):
+        loaded = threads.decide()
+    assert idle == loaded == threads.ThreadChoice(threads.usable_cpus(), "cpus", idle.usable_cpus)
 
 
 def test_cgroup_quota_caps_the_cpus(machine) -> None:
-    machine(8, 8, 1, cpu_max="150000 100000")  # 1.5 CPUs → 2
+    machine(8, cpu_max="150000 100000")  # 1.5 CPUs → 2
     assert threads.usable_cpus() == 2 and threads.choose_threads() == 2
-    machine(8, 8, 1, cpu_max="max 100000")
+    machine(8, cpu_max="max 100000")
     assert threads.usable_cpus() == 8
-    machine(8, 8, 1, cpu_max="50000 100000")  # half a CPU still gets one thread
+    machine(8, cpu_max="50000 100000")  # half a CPU still gets one thread
     assert threads.choose_threads() == 1
 
 
-def test_config_beats_env_beats_load(machine, monkeypatch) -> None:
-    machine(4, 4, 1)
+def test_config_beats_env_beats_cpus(machine, monkeypatch) -> None:
+    machine(4)
     monkeypatch.setenv(threads.ENV_THREADS, "3")
     assert threads.decide() == threads.ThreadChoice(3, "env", 4)
     assert threads.decide(1) == threads.ThreadChoice(1, "config", 4)
     monkeypatch.setenv(threads.ENV_THREADS, "0")  # 0 means "choose", like unset
-    assert threads.decide().source == "load"
+    assert threads.decide() == threads.ThreadChoice(4, "cpus", 4)
+
+
+def test_every_path_leaves_torch_in_the_same_state(monkeypatch) -> None:
+    """Default, SEARCHTOME_THREADS and a config count equal to it set torch up identically,
+    and always call torch.set_num_threads (which also turns MKL's dynamic threads off), even
+    when torch already runs that many: no path skips a setting another applies."""
+    torch = pytest.importorskip("torch")
+    calls: list[int] = []
+    real = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (calls.append(n), real(n))[1])
+    monkeypatch.delenv(threads.ENV_THREADS, raising=False)
+    before = torch.get_num_threads()
+    try:
+        cpus = threads.usable_cpus()
+        states = []
+        for env, requested in ((None, 0), (str(cpus), 0), (None, cpus)):
+            if env is None:
+                monkeypatch.delenv(threads.ENV_THREADS, raising=False)
+            else:
+                monkeypatch.setenv(threads.ENV_THREADS, env)
+            assert threads.use_torch_threads(requested) == cpus
+            states.append((torch.get_num_threads(), torch.get_num_interop_threads()))
+        assert calls == [cpus] * 3 and len(set(states)) == 1
+    finally:
+        real(before)
 
 
 @pytest.mark.parametrize("value", ["two", "-1", "1.5"])
 def test_bad_thread_switch_is_one_clear_error(machine, monkeypatch, value) -> None:
-    machine(2, 2, 1)
+    machine(2)
     monkeypatch.setenv(threads.ENV_THREADS, value)
     with pytest.raises(SearchTomeError, match=rf"SEARCHTOME_THREADS='{value}': expected a whole"):
         threads.choose_threads()
@@ -100,7 +124,7 @@ def test_bad_switch_through_the_console_script(tiny_dataset, tmp_path, monkeypat
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         "searchtome: error: SEARCHTOME_THREADS='lots': expected a whole number of threads "
-        "(0 or unset: chosen from the CPUs and the load)"
+        "(0 or unset: one per usable CPU)"
     ]
     monkeypatch.delenv(threads.ENV_THREADS)
     monkeypatch.setenv(threads.ENV_WAIT, "spin")
@@ -144,9 +168,11 @@ def test_local_server_thread_switch(monkeypatch) -> None:
         server.default_threads()
 
 
-def test_dsi_predictions_do_not_depend_on_the_thread_count(
+def test_dsi_predictions_are_the_same_alone_and_beside_busy_processes(
     tiny_lm_dir, tiny_dataset, tmp_path, monkeypatch
 ) -> None:
+    """The promise benchmarks/contention.py checks at full size: the default policy (no
+    ``threads``) gives byte-identical predictions whatever else the machine runs."""
     pytest.importorskip("torch")
     from searchtome.baselines.runner import execute
 
@@ -160,20 +186,22 @@ def test_dsi_predictions_do_not_depend_on_the_thread_count(
         "dev_max_queries": 4,
         "lora_layers": 0,
     }
-    runs = {}
-    for n in (1, 2):
-        # A fresh cache each time: `threads` is not part of the adapter's key, so the second
-        # run would otherwise reuse the first one's adapter instead of training its own.
-        home = tmp_path / f"home-{n}"
+    monkeypatch.delenv(threads.ENV_THREADS, raising=False)
+    runs, counts = {}, {}
+    for label in ("alone", "loaded"):
+        # A fresh cache each time, so the second run trains its own adapter.
+        home = tmp_path / f"home-{label}"
         home.mkdir()
         monkeypatch.setenv("SEARCHTOME_HOME", str(home))
-        run, _, info = execute("dsi", tiny_dataset, "test", None, {**overrides, "threads": n}, 3)
-        assert info["threads"]["counts"] == [n] and info["threads"]["source"] == "config"
+        with (
+            busy_loops(threads.usable_cpus() + 1) if label == "loaded" else contextlib.nullcontext()
+        ):
+            run, _, info = execute("dsi", tiny_dataset, "test", None, overrides, 3)
         assert not info["notes"].get("adapter_reused")
-        runs[n] = run
-    assert runs[1].rankings == runs[2].rankings
-    for qid, scores in runs[1].scores.items():
-        assert runs[2].scores[qid] == pytest.approx(scores, abs=1e-5)
+        runs[label], counts[label] = run, info["threads"]
+    assert counts["alone"] == counts["loaded"]
+    assert runs["alone"].rankings == runs["loaded"].rankings
+    assert runs["alone"].scores == runs["loaded"].scores
 
 
 def test_minilm_vectors_are_bit_identical_with_one_or_two_threads() -> None:

@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from searchtome.ingest.headings import norm, strip_label
-from searchtome.ingest.layout import Block, Page, mark_furniture
+from searchtome.ingest.layout import (
+    Block,
+    Page,
+    mark_furniture,
+    page_from_textpage,
+    remember_pages,
+    text_flags,
+)
 from searchtome.ingest.outline import OutlineEntry
 from searchtome.records import TocNode
 from searchtome.settings import progress
@@ -162,17 +169,18 @@ def _rows(block: dict) -> list[list[dict]]:
 
 def _read_lines(doc: pymupdf.Document) -> tuple[list[_Line], set[tuple[int, int]]]:
     """Every text line with its style, and the (page, block) pairs that are page furniture."""
-    import pymupdf
-
-    flags = (
-        pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
-    )
+    # The same flags as the section text (TEXTFLAGS_DICT less images is TEXTFLAGS_TEXT), so each
+    # page's text page also gives extract's blocks: the PDF is read once (layout.remember_pages).
+    flags = text_flags()
     lines: list[_Line] = []
     pages: list[Page] = []
+    text_pages: list[Page] | None = []
     for page in progress(doc, total=doc.page_count, desc="reading layout", unit="p"):
         number = page.number + 1
         fpage = Page(number, page.rect.width, page.rect.height)
-        for bi, block in enumerate(page.get_text("dict", flags=flags)["blocks"]):
+        textpage = page.get_textpage(flags=flags)
+        text_pages = _with_blocks(text_pages, textpage, page)
+        for bi, block in enumerate(textpage.extractDICT()["blocks"]):
             texts = []
             for row in _rows(block):
                 all_spans = [s for line in row for s in line["spans"]]
@@ -206,9 +214,25 @@ def _read_lines(doc: pymupdf.Document) -> tuple[list[_Line], set[tuple[int, int]
             # Keep block indices aligned with the dict blocks, empty ones included.
             fpage.blocks.append(Block(bx0, by0, bx1, by1, texts or [""], text="\n".join(texts)))
         pages.append(fpage)
+    if text_pages is not None:
+        remember_pages(doc, text_pages)
     mark_furniture(pages)
     furniture = {(p.number, bi) for p in pages for bi, b in enumerate(p.blocks) if b.dropped}
     return lines, furniture
+
+
+def _with_blocks(
+    pages: list[Page] | None, textpage: pymupdf.TextPage, page: pymupdf.Page
+) -> list[Page] | None:
+    """``pages`` plus this page's section-text blocks; None once one failed, so that
+    read_pages reads the file itself and reports the page's error as it always has."""
+    if pages is None:
+        return None
+    try:
+        pages.append(page_from_textpage(textpage, page))
+    except RuntimeError:
+        return None
+    return pages
 
 
 def _bold_lead(spans: list[dict]) -> str | None:

@@ -70,8 +70,12 @@ _PRIVATE_USE_RE = re.compile("[\ue000-\uf8ff]")
 
 
 def _read_page(page: pymupdf.Page, flags: int) -> Page:
+    return _blocks_of(page.get_textpage(flags=flags), page)
+
+
+def _blocks_of(textpage: pymupdf.TextPage, page: pymupdf.Page) -> Page:
     out = Page(page.number + 1, page.rect.width, page.rect.height)
-    for x0, y0, x1, y1, text, _no, kind in page.get_textpage(flags=flags).extractBLOCKS():
+    for x0, y0, x1, y1, text, _no, kind in textpage.extractBLOCKS():
         if kind != 0:
             continue
         if not text.isascii():
@@ -83,11 +87,35 @@ def _read_page(page: pymupdf.Page, flags: int) -> Page:
     return out
 
 
-def read_pages(doc: pymupdf.Document, path: str | Path) -> list[Page]:
-    """Every page of ``doc`` as text blocks, ligatures expanded (``path`` names it in errors)."""
+def text_flags() -> int:
+    """The MuPDF text flags every reader of a page uses (ligatures expanded), so one text page
+    per page serves both ToC inference and the section text."""
     import pymupdf
 
-    flags = pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_LIGATURES
+    return pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_LIGATURES
+
+
+# The pages of the document read last by ToC inference, handed once to read_pages: a PDF
+# without an outline is then read once, not once for its headings and again for its text.
+# One entry, held by identity (MuPDF documents take no weak references), consumed on use.
+_READ_AHEAD: list[tuple[pymupdf.Document, list[Page]]] = []
+
+
+def remember_pages(doc: pymupdf.Document, pages: list[Page]) -> None:
+    """Keep ``doc``'s pages, read from the text pages inference made, for :func:`read_pages`."""
+    _READ_AHEAD[:] = [(doc, pages)]
+
+
+def page_from_textpage(textpage: pymupdf.TextPage, page: pymupdf.Page) -> Page:
+    """One page's blocks from an already made text page (flags: :func:`text_flags`)."""
+    return _blocks_of(textpage, page)
+
+
+def read_pages(doc: pymupdf.Document, path: str | Path) -> list[Page]:
+    """Every page of ``doc`` as text blocks, ligatures expanded (``path`` names it in errors)."""
+    if _READ_AHEAD and _READ_AHEAD[0][0] is doc and not doc.is_closed:
+        return _READ_AHEAD.pop()[1]
+    flags = text_flags()
     pages = []
     for page in progress(doc, total=doc.page_count, desc=f"reading {Path(path).name}", unit="p"):
         try:

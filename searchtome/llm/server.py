@@ -16,7 +16,7 @@ on the sample books, identical greedy outputs). Requests that arrive while a bat
 for the next one; greedy requests are batched together, sampled ones run alone under their own
 seed. ``SEARCHTOME_LOCAL_BATCH`` caps the batch (default 16) and ``SEARCHTOME_LOCAL_THREADS`` sets
 torch's threads; unset, :mod:`searchtome.threads` chooses them once, when the server starts
-(``SEARCHTOME_THREADS``, else the usable CPUs less the busy ones), and idle threads sleep instead
+(``SEARCHTOME_THREADS``, else one per usable CPU, never fewer for the load), and idle threads sleep instead
 of spinning (the parent passes ``OMP_WAIT_POLICY=PASSIVE``).
 
 Greedy decoding of one request can differ in rare tokens between batch compositions, as it can
@@ -297,14 +297,14 @@ def default_max_batch() -> int:
 
 
 def local_threads() -> int:
-    """``SEARCHTOME_LOCAL_THREADS`` checked (0 when unset: let :mod:`searchtome.threads` choose)."""
+    """``SEARCHTOME_LOCAL_THREADS`` checked (0 when unset: one per usable CPU, see :mod:`searchtome.threads`)."""
     from searchtome.errors import SearchTomeError
 
     raw = os.environ.get("SEARCHTOME_LOCAL_THREADS", "").strip()
     if raw and not raw.isdigit():
         raise SearchTomeError(
             f"SEARCHTOME_LOCAL_THREADS={raw!r}: expected a whole number of threads "
-            "(0 or unset: chosen from the CPUs and the load)"
+            "(0 or unset: one per usable CPU)"
         )
     return int(raw or 0)
 

@@ -87,3 +87,25 @@ def test_help_defaults_are_the_ones_the_code_uses() -> None:
     assert f"(default: {' '.join(COMPARE_MEASURES)})" in compare_help
     build_help = " ".join(sub["build"].format_help().split())
     assert f"{LOCAL_DEFAULTS['max_tokens']} with --endpoint local" in build_help
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    """`searchtome score ...` builds score's parser alone (the others import fetch and build
+    machinery, ~0.3 s of start-up); help and an unknown word still see every command."""
+    import subprocess
+    import sys
+
+    from searchtome.cli import command_name, command_word
+
+    assert command_word(["-v", "--no-progress", "score", "run.trec"]) == "score"
+    assert command_word(["--version"]) is None and command_word(["--", "score"]) is None
+    assert [command_name(m) for m in COMMAND_MODULES].count("import") == 1
+    assert set(build_parser("score")._subparsers._group_actions[0].choices) == {"score"}
+    assert len(build_parser("nope")._subparsers._group_actions[0].choices) == len(COMMAND_MODULES)
+    code = (
+        "import sys\nfrom searchtome.cli import build_parser\n"
+        "build_parser('score').parse_args(['score', 'x', '--qrels', 'q'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('searchtome.commands.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['searchtome.commands.score']"

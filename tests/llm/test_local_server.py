@@ -61,7 +61,7 @@ def server(lively_lm_dir: Path):
         stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600  # a hang's limit: loading takes seconds, more when busy
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(f"{base}/health", timeout=1) as resp:

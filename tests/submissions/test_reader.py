@@ -60,3 +60,23 @@ def test_read_submission_raises_the_first_problem(tmp_path: Path, ds: Dataset) -
 def test_every_package_export_resolves() -> None:
     for name in searchtome.submissions.__all__:
         assert getattr(searchtome.submissions, name) is not None, name
+
+
+@pytest.mark.parametrize("fields", [4, 5, 7])
+def test_trec_run_with_the_wrong_field_count_is_one_problem(tmp_path: Path, fields: int) -> None:
+    cols = ["q1", "Q0", "a/1", "1", "2.5", "tag", "extra"][:fields]
+    path = tmp_path / "run.trec"
+    path.write_text("".join(" ".join([f"q{i}", *cols[1:]]) + "\n" for i in range(50)))
+    preds = read_predictions(path)
+    assert preds.format == "trec"
+    assert [str(p) for p in preds.errors] == [
+        f"{path}:1: line: looks like a TREC run with the wrong number of fields: its lines have "
+        f"{fields} fields, not the 6 of 'qid Q0 docno rank score tag' (50 line(s))"
+    ]
+    with pytest.raises(SearchTomeError, match="looks like a TREC run") as info:
+        read_submission(path)
+    assert "more problems" not in str(info.value)
+    # Sniffed from the content too, whatever the name
+    other = tmp_path / "predictions.jsonl"
+    other.write_text(path.read_text())
+    assert [p.code for p in read_predictions(other).errors] == ["trec-fields"]
