@@ -261,6 +261,7 @@ def _train_settings(cfg: GenRetConfig) -> TrainSettings:
         eval_every=cfg.eval_every,
         adapt_toc=cfg.adapt_toc,
         gradient_checkpointing=cfg.gradient_checkpointing,
+        cache_lower_layers=cfg.cache_lower_layers,
     )
 
 

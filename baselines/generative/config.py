@@ -32,6 +32,8 @@ _INFERENCE_ONLY = {
     "cache_adapters",
     "adapter",
     "max_output_tokens",
+    # How training computes, not what it trains: the same adapter up to float rounding.
+    "cache_lower_layers",
 }
 
 
@@ -83,6 +85,11 @@ class GenRetConfig:
     eval_every: int = 1
     adapt_toc: bool = False
     gradient_checkpointing: bool = False
+    # The frozen layers below the LoRA layers (lora_layers > 0) computed once per book, for the
+    # prompt prefix and every training example, instead of at every step (the same training up
+    # to float rounding; baselines/generative/lower.py). False: the earlier path, which
+    # recomputes them; benchmarks/generative_training.py times the two.
+    cache_lower_layers: bool = True
     dev_max_queries: int = 100  # dev queries used for model selection; 0 = all
     dev_decode: str = "greedy"
     # inference

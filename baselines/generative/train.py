@@ -37,6 +37,8 @@ from typing import Any
 import torch
 from searchtome.baselines.generative.common import LORA_TARGETS
 from searchtome.baselines.generative.engine import LM, PrefixKV, TreeCache
+from searchtome.baselines.generative.lower import Lower, lower_states
+from searchtome.baselines.generative.lower import loss_backward as lower_backward
 from searchtome.baselines.generative.parallel import distributed, same_everywhere
 from searchtome.baselines.generative.trainings import STATE_FILE
 
@@ -80,6 +82,9 @@ class TrainSettings:
     eval_every: int = 1
     adapt_toc: bool = True
     gradient_checkpointing: bool = False
+    # Compute the frozen layers below the adapter once per book (prefix and examples) instead
+    # of at every step (:mod:`.lower`); False is the earlier path, kept to benchmark against.
+    cache_lower_layers: bool = True
 
 
 @dataclass
@@ -204,14 +209,18 @@ def batch_loss_backward(
     pack: int,
     group: int = 0,
     scale: float = 1.0,
+    lower: Lower | None = None,
 ) -> tuple[float, int]:
     """Backpropagate the mean token cross-entropy of one book's batch; ``(loss, tokens)``.
 
     The batch is fed ``pack`` examples per forward pass, ``group`` examples per batch row (see
     :func:`~searchtome.baselines.generative.engine.auto_group`), all rows reading the same prefix. With ``frozen_prefix`` each pack is backpropagated at once;
     otherwise the prefix is computed once with gradients, every pack attends to it, and one
-    backward pass runs through the prefix at the end.
+    backward pass runs through the prefix at the end. With ``lower`` (:mod:`.lower`) only the
+    adapted layers run, from the states the frozen layers below gave once.
     """
+    if lower is not None:
+        return lower_backward(lm, lower, batch, frozen_prefix, pack=pack, group=group, scale=scale)
     n_tokens = sum(len(ex.target) for ex in batch)
     packs = [batch[i : i + pack] for i in range(0, len(batch), pack)]
     total = 0.0
@@ -377,6 +386,7 @@ def _train_epoch(
     settings: TrainSettings,
     opt: _Optimizer,
     *,
+    lower: Lower | None,
     world: int,
     report: TrainReport,
     desc: str,
@@ -395,6 +405,7 @@ def _train_epoch(
                 pack=settings.pack,
                 group=settings.group,
                 scale=1.0 / settings.grad_accum,
+                lower=lower,
             )
             total_loss += loss * n
             total_tokens += n
@@ -438,6 +449,19 @@ def train(
             for book in sorted(prefixes):
                 frozen[book] = lm.prefix_cache(prefixes[book])
 
+    lower = None
+    if settings.cache_lower_layers and not settings.gradient_checkpointing:
+        began_lower = time.perf_counter()
+        lower = lower_states(lm, examples, prefixes)
+        if lower is not None:
+            log.info(
+                "layers 0-%d (frozen) computed once for %d book(s): %.0f MiB in %.1f s",
+                lower.first - 1,
+                len(lower.books),
+                lower.nbytes() / 2**20,
+                time.perf_counter() - began_lower,
+            )
+
     state_path = work_dir / STATE_FILE
     sel = _resume(state_path, lm, opt) if state_path.is_file() else _Selection()
     report = sel.report
@@ -455,6 +479,7 @@ def train(
             frozen,
             settings,
             opt,
+            lower=lower,
             world=world,
             report=report,
             desc=f"epoch {epoch}",
