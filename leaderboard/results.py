@@ -549,7 +549,7 @@ def _rejected_dict(report: ValidationReport, root: str) -> dict[str, Any]:
         "path": relative(report.path, root),
         "system": report.system,
         "errors": [str(p).replace(str(Path(root)) + "/", "") for p in report.errors],
-        "n_errors": len(report.errors),
+        "n_errors": report.error_count,  # every error, not only the kept ones
     }
 
 
