@@ -170,7 +170,9 @@ def _run(args: argparse.Namespace) -> int:
         raise SearchTomeError("--workers must be 0 or more and --web 1 or more")
     home = open_home(args.home)
     _engine(args)
-    env = {**os.environ, HOME_ENV: str(home.root.resolve())}
+    from searchtome.service.worker import PARENT_ENV
+
+    env = {**os.environ, HOME_ENV: str(home.root.resolve()), PARENT_ENV: str(os.getpid())}
     command = [sys.executable, "-m", "searchtome", "server", "worker", "--home", str(home.root)]
     workers = [subprocess.Popen(command, env=env) for _ in range(args.workers)]
     print(

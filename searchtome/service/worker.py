@@ -25,6 +25,8 @@ from searchtome.submissions import Limits
 log = logging.getLogger(__name__)
 # Seconds a worker sleeps right after claiming a job: lets the fault tests kill it mid-job.
 PAUSE_ENV = "SEARCHTOME_SERVER_PAUSE_AFTER_CLAIM"
+# Set by `server run` for the workers it starts: they stop when that process is gone (kill -9).
+PARENT_ENV = "SEARCHTOME_SERVER_PARENT"
 
 
 def limits_of(home: Home) -> Limits:
@@ -78,7 +80,11 @@ class Worker:
         return True
 
     def serve(self, poll: float = 0.5, once: bool = False) -> None:
+        parent = int(os.environ.get(PARENT_ENV, "0") or 0)
         while True:
+            if parent and os.getppid() != parent:
+                log.warning("%s: `server run` (pid %d) is gone; stopping", self.name, parent)
+                return
             try:
                 worked = self.run_one()
             except Exception:  # one bad job or a database hiccup must not end the worker

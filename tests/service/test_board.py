@@ -7,14 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from searchtome.leaderboard.scoring import score_runs
+from searchtome.submissions import Limits
 
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import load
-from searchtome.leaderboard.scoring import score_runs
 from searchtome.service.board import Run, Scopes, leaderboard
 from searchtome.service.checks import pack_scores, unpack_scores, validate
 from searchtome.service.home import ServerSettings, private_queries
-from searchtome.submissions import Limits
 from tests.service.helpers import blind_release, submission
 
 
@@ -60,13 +60,16 @@ def test_the_private_part_is_secret_exact_and_reproducible() -> None:
 
 
 def test_nothing_per_query_in_the_board(release) -> None:
-    root, public, private = release
-    settings = ServerSettings(split="test", permutations=100, bootstrap=50, secret="11" * 32,
-                              private_fraction=0.5)
+    _root, public, _private = release
+    settings = ServerSettings(
+        split="test", permutations=100, bootstrap=50, secret="11" * 32, private_fraction=0.5
+    )
     scopes = Scopes.of(load(public), settings)
     values = {m: np.ones(len(scopes.query_ids)) for m in ("R@1", "R@3", "nDCG@3")}
-    values |= {m: np.zeros(len(scopes.query_ids)) for m in
-               ("NonLeaf@1", "NonLeaf@3", "Invalid@1", "Invalid@3")}
+    values |= {
+        m: np.zeros(len(scopes.query_ids))
+        for m in ("NonLeaf@1", "NonLeaf@3", "Invalid@1", "Invalid@3")
+    }
     values["answered"] = np.ones(len(scopes.query_ids), dtype=bool)
     runs = [Run("k", "t", "s", 0.0, True, values, {})]
     text = json.dumps(leaderboard(runs, scopes, settings, revealed=True))
