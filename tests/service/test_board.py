@@ -71,6 +71,7 @@ def test_nothing_per_query_in_the_board(release) -> None:
         for m in ("NonLeaf@1", "NonLeaf@3", "Invalid@1", "Invalid@3")
     }
     values["answered"] = np.ones(len(scopes.query_ids), dtype=bool)
+    values["query_ids"] = np.asarray(scopes.query_ids)
     runs = [Run("k", "t", "s", 0.0, True, values, {})]
     text = json.dumps(leaderboard(runs, scopes, settings, revealed=True))
     assert not any(q in text for q in scopes.query_ids)

@@ -212,3 +212,20 @@ def test_two_uploads_racing_at_quota_minus_one_accept_exactly_one(served) -> Non
         token = add_team(home, f"racer{i}")
         assert [upload(server.url, token, preds, meta)[0] for _ in range(2)] == [202, 202]
         assert race(server.url, token, preds, meta) == [202, 429]  # limit 3
+
+
+def test_names_from_meta_are_escaped_on_the_page(served) -> None:
+    server, home, private, _tokens, root = served
+    token = add_team(home, "escapes")
+    folder = submission(root / "escape", private, "escape")
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["system"] = '<img src=x onerror="alert(1)">'
+    status, raw, _ = upload(
+        server.url, token, (folder / "predictions.jsonl").read_bytes(), json.dumps(meta).encode()
+    )
+    if status == 422:  # the validator refuses such a name: nothing to escape
+        return
+    assert status == 202
+    wait_scored(server.url, token, json.loads(raw)["id"])
+    page = get(server.url + "/")[1]
+    assert "<img src=x" not in page and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
