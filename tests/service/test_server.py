@@ -172,6 +172,11 @@ def test_final_runs_are_capped_and_private_scores_wait_for_reveal(served) -> Non
     assert board["private"]["n_queries"] == 15
     scores = get(f"{server.url}/api/submissions/{mine}", tokens["alpha"])[1]["scores"]
     assert scores["private"]["aggregate"]["R@1"] == 1.0
+    # swapping the final run (the count of finals stays 1) changes the private table
+    assert post(f"{server.url}/api/submissions/{mine}/final", b'{"final": false}', auth)[0] == 200
+    assert post(f"{server.url}/api/submissions/{second}/final", b'{"final": true}', auth)[0] == 200
+    board = get(server.url + "/api/leaderboard")[1]
+    assert {r["system"] for r in board["private"]["rows"] if r["team"] == "alpha"} == {"second"}
 
 
 def test_quota_is_per_team_and_day(served) -> None:
