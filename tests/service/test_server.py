@@ -234,3 +234,25 @@ def test_names_from_meta_are_escaped_on_the_page(served) -> None:
     wait_scored(server.url, token, json.loads(raw)["id"])
     page = get(server.url + "/")[1]
     assert "<img src=x" not in page and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
+
+
+def test_a_revoked_team_cannot_upload_and_leaves_the_board(served) -> None:
+    server, home, private, _tokens, root = served
+    token = add_team(home, "leaving")
+    folder = submission(root / "leaving", private, "leaving-run")
+    status, raw, _ = upload(
+        server.url,
+        token,
+        (folder / "predictions.jsonl").read_bytes(),
+        (folder / "meta.json").read_bytes(),
+    )
+    assert status == 202
+    wait_scored(server.url, token, json.loads(raw)["id"])
+
+    def systems() -> set[str]:
+        return {r["system"] for r in get(server.url + "/api/leaderboard")[1]["public"]["rows"]}
+
+    assert "leaving-run" in systems()
+    assert cli("server", "revoke", "--home", str(home), "leaving").returncode == 0
+    assert "leaving-run" not in systems()
+    assert upload(server.url, token, b"", b"{}")[0] == 401
