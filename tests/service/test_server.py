@@ -15,6 +15,7 @@ from tests.service.helpers import (
     cli,
     get,
     init_home,
+    meta_json,
     post,
     submission,
     upload,
@@ -256,3 +257,32 @@ def test_a_revoked_team_cannot_upload_and_leaves_the_board(served) -> None:
     assert cli("server", "revoke", "--home", str(home), "leaving").returncode == 0
     assert "leaving-run" not in systems()
     assert upload(server.url, token, b"", b"{}")[0] == 401
+
+
+def test_a_bare_trec_run_with_meta_is_accepted(served, tmp_path, capsys) -> None:
+    server, home, private, _tokens, _root = served
+    from searchtome.submissions import write_trec
+
+    from searchtome.dataset.blind import load_private_queries
+    from searchtome.records import Run
+
+    token = add_team(home, "trec-team")
+    run = Run("trec-run", {q.query_id: (q.leaf_id,) for q in load_private_queries(private)})
+    path = write_trec(tmp_path / "my.run", run)
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps(meta_json("trec-run")))
+    code = main(
+        [
+            "submit",
+            str(path),
+            "--meta",
+            str(meta),
+            "--server",
+            server.url,
+            "--token",
+            token,
+            "--wait",
+            "--no-progress",
+        ]
+    )
+    assert code == 0 and "R@1 100.0" in capsys.readouterr().out
