@@ -157,24 +157,28 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import multiprocessing
     import os
-    import subprocess
     import sys
 
     import uvicorn
 
     from searchtome.service.app import create_app
     from searchtome.service.home import HOME_ENV, open_home
+    from searchtome.service.worker import run_forked
 
     if args.workers < 0 or args.web < 1:
         raise SearchTomeError("--workers must be 0 or more and --web 1 or more")
     home = open_home(args.home)
-    _engine(args)
-    from searchtome.service.worker import PARENT_ENV
-
-    env = {**os.environ, HOME_ENV: str(home.root.resolve()), PARENT_ENV: str(os.getpid())}
-    command = [sys.executable, "-m", "searchtome", "server", "worker", "--home", str(home.root)]
-    workers = [subprocess.Popen(command, env=env) for _ in range(args.workers)]
+    _engine(args).dispose()  # checks the schema; no connection crosses the fork below
+    # Workers are forked from this process: they start with its imports already done.
+    fork = multiprocessing.get_context("fork")
+    workers = [
+        fork.Process(target=run_forked, args=(str(home.root), os.getpid()), name=f"worker-{i}")
+        for i in range(args.workers)
+    ]
+    for w in workers:
+        w.start()
     print(
         f"searchtome server: http://{args.host}:{args.port} ({args.web} web, "
         f"{args.workers} scoring workers)",
@@ -185,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.web == 1:
             uvicorn.run(create_app(home), host=args.host, port=args.port, log_level="warning")
         else:
-            os.environ[HOME_ENV] = env[HOME_ENV]
+            os.environ[HOME_ENV] = str(home.root.resolve())
             uvicorn.run(
                 "searchtome.service.app:create_app",
                 factory=True,
@@ -198,5 +202,5 @@ def _run(args: argparse.Namespace) -> int:
         for w in workers:
             w.terminate()
         for w in workers:
-            w.wait(timeout=30)
+            w.join(timeout=30)
     return 0

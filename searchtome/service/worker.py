@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -25,8 +26,6 @@ from searchtome.submissions import Limits
 log = logging.getLogger(__name__)
 # Seconds a worker sleeps right after claiming a job: lets the fault tests kill it mid-job.
 PAUSE_ENV = "SEARCHTOME_SERVER_PAUSE_AFTER_CLAIM"
-# Set by `server run` for the workers it starts: they stop when that process is gone (kill -9).
-PARENT_ENV = "SEARCHTOME_SERVER_PARENT"
 
 
 def limits_of(home: Home) -> Limits:
@@ -79,8 +78,12 @@ class Worker:
             )
         return True
 
-    def serve(self, poll: float = 0.5, once: bool = False) -> None:
-        parent = int(os.environ.get(PARENT_ENV, "0") or 0)
+    def serve(self, poll: float = 0.5, once: bool = False, parent: int = 0) -> None:
+        """Score until stopped (or, with ``once``, until the queue is empty).
+
+        ``parent``: the pid of the ``server run`` that forked this worker; when it is gone
+        (killed with -9, say) the worker stops instead of scoring on alone.
+        """
         while True:
             if parent and os.getppid() != parent:
                 log.warning("%s: `server run` (pid %d) is gone; stopping", self.name, parent)
@@ -95,3 +98,16 @@ class Worker:
                 return
             if not worked:
                 time.sleep(poll)
+
+
+def run_forked(root: str, parent: int) -> None:
+    """The entry point of a worker forked by ``server run``."""
+    import signal
+
+    from searchtome.service.home import open_home
+
+    # SIGTERM (server run's shutdown) and Ctrl-C end the worker quietly; a job it held is
+    # claimed again once its lease runs out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+    Worker(open_home(root)).serve(parent=parent)
