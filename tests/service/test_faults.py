@@ -194,3 +194,29 @@ def test_a_full_database_is_a_clear_error_and_loses_nothing(release) -> None:
 
     InProcessWorker(open_home(home)).serve(once=True)
     assert (row(home, first)["state"], row(home, first)["times_scored"]) == ("scored", 1)
+
+
+def test_workers_stop_when_server_run_is_killed(release) -> None:
+    import os
+    import signal
+
+    home, _token = new_home(release, "orphans")
+    with Server(home, workers=2) as server:
+        children = [
+            int(c)
+            for task in Path(f"/proc/{server.proc.pid}/task").glob("*/children")
+            for c in task.read_text().split()
+        ]
+        assert len(children) == 2
+        os.kill(server.proc.pid, signal.SIGKILL)
+        server.proc.wait()
+        wait_until(
+            lambda: (
+                not any(
+                    Path(f"/proc/{c}").exists()
+                    and "zombie" not in Path(f"/proc/{c}/status").read_text()
+                    for c in children
+                )
+            ),
+            30,
+        )
