@@ -44,12 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     init.set_defaults(func=_init)
 
     add = sub.add_parser("add-team", parents=[home], help="create a team; prints its token once")
-    add.add_argument("name")
+    add.add_argument("name", help="team name: letters, digits, . _ -")
     add.set_defaults(func=_add_team)
     revoke = sub.add_parser(
         "revoke", parents=[home], help="revoke a team's token and hide its runs"
     )
-    revoke.add_argument("name")
+    revoke.add_argument("name", help="the team to revoke")
     revoke.set_defaults(func=_revoke)
     sub.add_parser("list", parents=[home], help="teams and their submissions").set_defaults(
         func=_list
