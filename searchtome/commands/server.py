@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 
 from searchtome.errors import SearchTomeError
+from searchtome.service.home import ServerSettings
+
+D = ServerSettings()  # help texts read the defaults from the settings' fields
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,18 +32,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="database URL (default: sqlite:///SRV/server.db); e.g. "
         "postgresql+psycopg://USER:PASSWORD@HOST/NAME",
     )
-    init.add_argument("--daily-limit", type=int, help="accepted uploads per team and UTC day (5)")
+    init.add_argument(
+        "--daily-limit", type=int, help=f"accepted uploads per team and UTC day ({D.daily_limit})"
+    )
     init.add_argument(
         "--private-fraction",
         type=float,
-        help="share of test queries scored in secret until `server reveal` (0)",
+        help=f"share of test queries scored in secret until `server reveal` ({D.private_fraction})",
     )
-    init.add_argument("--max-final", type=int, help="final runs a team may mark (2)")
-    init.add_argument("--upload-max-mb", type=float, help="largest upload in MiB (64)")
+    init.add_argument("--max-final", type=int, help=f"final runs a team may mark ({D.max_final})")
     init.add_argument(
-        "--lease-seconds", type=float, help="seconds before a silent worker's job is retried (120)"
+        "--upload-max-mb", type=float, help=f"largest upload in MiB ({D.upload_max_bytes >> 20})"
     )
-    init.add_argument("--permutations", type=int, help="randomization-test permutations (2000)")
+    init.add_argument(
+        "--lease-seconds",
+        type=float,
+        help=f"seconds before a silent worker's job is retried ({D.lease_seconds:g})",
+    )
+    init.add_argument(
+        "--permutations", type=int, help=f"randomization-test permutations ({D.permutations})"
+    )
     init.set_defaults(func=_init)
 
     add = sub.add_parser("add-team", parents=[home], help="create a team; prints its token once")
