@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 
 from searchtome.errors import SearchTomeError
+from searchtome.service.home import ServerSettings
+
+D = ServerSettings()  # help texts read the defaults from the settings' fields
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,27 +32,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="database URL (default: sqlite:///SRV/server.db); e.g. "
         "postgresql+psycopg://USER:PASSWORD@HOST/NAME",
     )
-    init.add_argument("--daily-limit", type=int, help="accepted uploads per team and UTC day (5)")
+    init.add_argument(
+        "--daily-limit", type=int, help=f"accepted uploads per team and UTC day ({D.daily_limit})"
+    )
     init.add_argument(
         "--private-fraction",
         type=float,
-        help="share of test queries scored in secret until `server reveal` (0)",
+        help=f"share of test queries scored in secret until `server reveal` ({D.private_fraction})",
     )
-    init.add_argument("--max-final", type=int, help="final runs a team may mark (2)")
-    init.add_argument("--upload-max-mb", type=float, help="largest upload in MiB (64)")
+    init.add_argument("--max-final", type=int, help=f"final runs a team may mark ({D.max_final})")
     init.add_argument(
-        "--lease-seconds", type=float, help="seconds before a silent worker's job is retried (120)"
+        "--upload-max-mb", type=float, help=f"largest upload in MiB ({D.upload_max_bytes >> 20})"
     )
-    init.add_argument("--permutations", type=int, help="randomization-test permutations (2000)")
+    init.add_argument(
+        "--lease-seconds",
+        type=float,
+        help=f"seconds before a silent worker's job is retried ({D.lease_seconds:g})",
+    )
+    init.add_argument(
+        "--permutations", type=int, help=f"randomization-test permutations ({D.permutations})"
+    )
     init.set_defaults(func=_init)
 
     add = sub.add_parser("add-team", parents=[home], help="create a team; prints its token once")
-    add.add_argument("name")
+    add.add_argument("name", help="team name: letters, digits, . _ -")
     add.set_defaults(func=_add_team)
     revoke = sub.add_parser(
         "revoke", parents=[home], help="revoke a team's token and hide its runs"
     )
-    revoke.add_argument("name")
+    revoke.add_argument("name", help="the team to revoke")
     revoke.set_defaults(func=_revoke)
     sub.add_parser("list", parents=[home], help="teams and their submissions").set_defaults(
         func=_list
@@ -157,22 +168,28 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import multiprocessing
     import os
-    import subprocess
     import sys
 
     import uvicorn
 
     from searchtome.service.app import create_app
     from searchtome.service.home import HOME_ENV, open_home
+    from searchtome.service.worker import run_forked
 
     if args.workers < 0 or args.web < 1:
         raise SearchTomeError("--workers must be 0 or more and --web 1 or more")
     home = open_home(args.home)
-    _engine(args)
-    env = {**os.environ, HOME_ENV: str(home.root.resolve())}
-    command = [sys.executable, "-m", "searchtome", "server", "worker", "--home", str(home.root)]
-    workers = [subprocess.Popen(command, env=env) for _ in range(args.workers)]
+    _engine(args).dispose()  # checks the schema; no connection crosses the fork below
+    # Workers are forked from this process: they start with its imports already done.
+    fork = multiprocessing.get_context("fork")
+    workers = [
+        fork.Process(target=run_forked, args=(str(home.root), os.getpid()), name=f"worker-{i}")
+        for i in range(args.workers)
+    ]
+    for w in workers:
+        w.start()
     print(
         f"searchtome server: http://{args.host}:{args.port} ({args.web} web, "
         f"{args.workers} scoring workers)",
@@ -183,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.web == 1:
             uvicorn.run(create_app(home), host=args.host, port=args.port, log_level="warning")
         else:
-            os.environ[HOME_ENV] = env[HOME_ENV]
+            os.environ[HOME_ENV] = str(home.root.resolve())
             uvicorn.run(
                 "searchtome.service.app:create_app",
                 factory=True,
@@ -196,5 +213,5 @@ def _run(args: argparse.Namespace) -> int:
         for w in workers:
             w.terminate()
         for w in workers:
-            w.wait(timeout=30)
+            w.join(timeout=30)
     return 0

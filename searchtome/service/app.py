@@ -13,12 +13,14 @@ limits; the upload is refused as soon as it passes the size cap.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import shutil
 import tempfile
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -385,7 +387,17 @@ class RateLimited:
 
 def create_app(home: Home | None = None) -> Starlette:
     service = Service(home or open_home())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:  # the scratch folder of in-flight uploads
+            shutil.rmtree(service.scratch, ignore_errors=True)
+            service.engine.dispose()
+
     app = Starlette(
+        lifespan=lifespan,
         routes=[
             Route("/", index),
             Route("/static/app.js", _static("app.js", "text/javascript")),

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from searchtome.dataset.loader import Dataset
+from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.comparison import OVERALL
 from searchtome.leaderboard.results import MAIN_MEASURES
 from searchtome.leaderboard.scoring import QueryTable, Scoreboard, SystemScores
@@ -71,6 +72,13 @@ def runs_from_rows(rows: Sequence[Any]) -> list[Run]:
 
 
 def _scoreboard(runs: Sequence[Run], scopes: Scopes, mask: np.ndarray) -> Scoreboard:
+    for r in runs:
+        if r.values["query_ids"].tolist() != scopes.query_ids:
+            # Scores stored by a worker that read another release: never rank misaligned values.
+            raise SearchTomeError(
+                f"run {r.key}: its stored scores are for other test queries than this server's "
+                "public half; rescore it or restore the matching release"
+            )
     n = int(mask.sum())
     ids = [q for q, keep in zip(scopes.query_ids, mask, strict=True) if keep]
     table = QueryTable(

@@ -29,6 +29,7 @@ from searchtome.service.db import flags, quota, submissions, teams, write
 MAX_ATTEMPTS = 2  # a job whose worker died is retried once
 TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 REVEALED = "revealed"
+CHANGED = "board_changed"  # a fresh value whenever a final mark or a revocation changes the board
 
 
 def hash_token(secret: str) -> str:
@@ -67,6 +68,7 @@ def revoke_team(engine: Engine, name: str) -> None:
             .where(teams.c.name == name, teams.c.revoked_at.is_(None))
             .values(revoked_at=time.time())
         )
+        _touch_board(conn)
         if done.rowcount == 0:
             names = conn.execute(sa.select(teams.c.name)).scalars().all()
             if name in names:
@@ -285,6 +287,11 @@ def finish(
 # -- reading -------------------------------------------------------------------------------------
 
 
+def _touch_board(conn: Connection) -> None:
+    conn.execute(flags.delete().where(flags.c.name == CHANGED))
+    conn.execute(flags.insert().values(name=CHANGED, value=secrets.token_hex(8)))
+
+
 def get_flag(conn: Connection, name: str) -> str | None:
     return conn.execute(sa.select(flags.c.value).where(flags.c.name == name)).scalar()
 
@@ -315,7 +322,7 @@ def board_key(conn: Connection) -> tuple[Any, ...]:
     revoked = conn.execute(
         sa.select(sa.func.count()).where(teams.c.revoked_at.is_not(None))
     ).scalar()
-    return (*tuple(row or ()), revoked, get_flag(conn, REVEALED))
+    return (*tuple(row or ()), revoked, get_flag(conn, REVEALED), get_flag(conn, CHANGED))
 
 
 def scored_rows(conn: Connection) -> list[Any]:
@@ -367,3 +374,4 @@ def mark_final(engine: Engine, team: Team, public_id: str, final: bool, max_fina
                     f"team {team.name!r} already has {max_final} final runs; unmark one first"
                 )
         conn.execute(submissions.update().where(submissions.c.id == row.id).values(final=final))
+        _touch_board(conn)

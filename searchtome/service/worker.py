@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -77,8 +78,16 @@ class Worker:
             )
         return True
 
-    def serve(self, poll: float = 0.5, once: bool = False) -> None:
+    def serve(self, poll: float = 0.5, once: bool = False, parent: int = 0) -> None:
+        """Score until stopped (or, with ``once``, until the queue is empty).
+
+        ``parent``: the pid of the ``server run`` that forked this worker; when it is gone
+        (killed with -9, say) the worker stops instead of scoring on alone.
+        """
         while True:
+            if parent and os.getppid() != parent:
+                log.warning("%s: `server run` (pid %d) is gone; stopping", self.name, parent)
+                return
             try:
                 worked = self.run_one()
             except Exception:  # one bad job or a database hiccup must not end the worker
@@ -89,3 +98,16 @@ class Worker:
                 return
             if not worked:
                 time.sleep(poll)
+
+
+def run_forked(root: str, parent: int) -> None:
+    """The entry point of a worker forked by ``server run``."""
+    import signal
+
+    from searchtome.service.home import open_home
+
+    # SIGTERM (server run's shutdown) and Ctrl-C end the worker quietly; a job it held is
+    # claimed again once its lease runs out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+    Worker(open_home(root)).serve(parent=parent)

@@ -177,11 +177,10 @@ def test_a_full_database_is_a_clear_error_and_loses_nothing(release) -> None:
     with Server(home, workers=0) as server:
         first = json.loads(upload(server.url, token, preds, meta)[1])["id"]
     pages = sqlite3.connect(home / "server.db").execute("PRAGMA page_count").fetchone()[0]
-    big = preds + b"\n" * 0
     with Server(home, workers=0, env={"SEARCHTOME_SERVER_SQLITE_MAX_PAGES": str(pages)}) as server:
         refused = []
         for _ in range(5):  # the file may hold a page or two of free space
-            status, raw, _ = upload(server.url, token, big, meta)
+            status, raw, _ = upload(server.url, token, preds, meta)
             if status != 202:
                 refused.append((status, json.loads(raw)["error"]))
                 break
@@ -189,5 +188,35 @@ def test_a_full_database_is_a_clear_error_and_loses_nothing(release) -> None:
         status, message = refused[0]
         assert status == 507 and "full" in message and "not accepted" in message
         assert get(server.url + "/api/health")[0] == 200
-    with Server(home, workers=1) as server:
-        assert wait_scored(server.url, token, first)["state"] == "scored"
+    # the upload accepted before the disk filled is intact: a worker (here in-process) scores it
+    from searchtome.service.home import open_home
+    from searchtome.service.worker import Worker as InProcessWorker
+
+    InProcessWorker(open_home(home)).serve(once=True)
+    assert (row(home, first)["state"], row(home, first)["times_scored"]) == ("scored", 1)
+
+
+def test_workers_stop_when_server_run_is_killed(release) -> None:
+    import os
+    import signal
+
+    home, _token = new_home(release, "orphans")
+    with Server(home, workers=2) as server:
+        children = [
+            int(c)
+            for task in Path(f"/proc/{server.proc.pid}/task").glob("*/children")
+            for c in task.read_text().split()
+        ]
+        assert len(children) == 2
+        os.kill(server.proc.pid, signal.SIGKILL)
+        server.proc.wait()
+        wait_until(
+            lambda: (
+                not any(
+                    Path(f"/proc/{c}").exists()
+                    and "zombie" not in Path(f"/proc/{c}/status").read_text()
+                    for c in children
+                )
+            ),
+            30,
+        )

@@ -183,4 +183,22 @@ def test_memory_stays_bounded(hostile) -> None:
         next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))
     )
     # Sent: a 2 GB line, a 40 MB bomb, 64 MiB streamed; the web process never held them.
+    print(f"web process peak RSS after the hostile uploads: {peak_kib / 1024:.0f} MiB")
     assert peak_kib < 700 * 1024, f"peak RSS {peak_kib / 1024:.0f} MiB"
+
+
+def test_rate_limit_counts_per_address_in_a_sliding_minute() -> None:
+    from searchtome.service.app import RateLimit
+
+    limit = RateLimit(per_minute=3)
+    assert [limit.allow("a") for _ in range(4)] == [True, True, True, False]
+    assert limit.allow("b")  # another address has its own budget
+
+
+# Last in the module: it spends the fixture server's per-minute budget for this address.
+def test_too_many_requests_get_429_in_one_line(hostile) -> None:
+    server = hostile[0]
+    statuses = [get(server.url + "/api/health") for _ in range(130)]
+    limited = [s for s in statuses if s[0] == 429]
+    assert limited and statuses[0][0] == 200
+    assert limited[0][1] == {"error": "too many requests from this address; wait a minute"}

@@ -15,6 +15,7 @@ from tests.service.helpers import (
     cli,
     get,
     init_home,
+    meta_json,
     post,
     submission,
     upload,
@@ -172,6 +173,11 @@ def test_final_runs_are_capped_and_private_scores_wait_for_reveal(served) -> Non
     assert board["private"]["n_queries"] == 15
     scores = get(f"{server.url}/api/submissions/{mine}", tokens["alpha"])[1]["scores"]
     assert scores["private"]["aggregate"]["R@1"] == 1.0
+    # swapping the final run (the count of finals stays 1) changes the private table
+    assert post(f"{server.url}/api/submissions/{mine}/final", b'{"final": false}', auth)[0] == 200
+    assert post(f"{server.url}/api/submissions/{second}/final", b'{"final": true}', auth)[0] == 200
+    board = get(server.url + "/api/leaderboard")[1]
+    assert {r["system"] for r in board["private"]["rows"] if r["team"] == "alpha"} == {"second"}
 
 
 def test_quota_is_per_team_and_day(served) -> None:
@@ -212,3 +218,71 @@ def test_two_uploads_racing_at_quota_minus_one_accept_exactly_one(served) -> Non
         token = add_team(home, f"racer{i}")
         assert [upload(server.url, token, preds, meta)[0] for _ in range(2)] == [202, 202]
         assert race(server.url, token, preds, meta) == [202, 429]  # limit 3
+
+
+def test_names_from_meta_are_escaped_on_the_page(served) -> None:
+    server, home, private, _tokens, root = served
+    token = add_team(home, "escapes")
+    folder = submission(root / "escape", private, "escape")
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["system"] = '<img src=x onerror="alert(1)">'
+    status, raw, _ = upload(
+        server.url, token, (folder / "predictions.jsonl").read_bytes(), json.dumps(meta).encode()
+    )
+    if status == 422:  # the validator refuses such a name: nothing to escape
+        return
+    assert status == 202
+    wait_scored(server.url, token, json.loads(raw)["id"])
+    page = get(server.url + "/")[1]
+    assert "<img src=x" not in page and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
+
+
+def test_a_revoked_team_cannot_upload_and_leaves_the_board(served) -> None:
+    server, home, private, _tokens, root = served
+    token = add_team(home, "leaving")
+    folder = submission(root / "leaving", private, "leaving-run")
+    status, raw, _ = upload(
+        server.url,
+        token,
+        (folder / "predictions.jsonl").read_bytes(),
+        (folder / "meta.json").read_bytes(),
+    )
+    assert status == 202
+    wait_scored(server.url, token, json.loads(raw)["id"])
+
+    def systems() -> set[str]:
+        return {r["system"] for r in get(server.url + "/api/leaderboard")[1]["public"]["rows"]}
+
+    assert "leaving-run" in systems()
+    assert cli("server", "revoke", "--home", str(home), "leaving").returncode == 0
+    assert "leaving-run" not in systems()
+    assert upload(server.url, token, b"", b"{}")[0] == 401
+
+
+def test_a_bare_trec_run_with_meta_is_accepted(served, tmp_path, capsys) -> None:
+    server, home, private, _tokens, _root = served
+    from searchtome.submissions import write_trec
+
+    from searchtome.dataset.blind import load_private_queries
+    from searchtome.records import Run
+
+    token = add_team(home, "trec-team")
+    run = Run("trec-run", {q.query_id: (q.leaf_id,) for q in load_private_queries(private)})
+    path = write_trec(tmp_path / "my.run", run)
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps(meta_json("trec-run")))
+    code = main(
+        [
+            "submit",
+            str(path),
+            "--meta",
+            str(meta),
+            "--server",
+            server.url,
+            "--token",
+            token,
+            "--wait",
+            "--no-progress",
+        ]
+    )
+    assert code == 0 and "R@1 100.0" in capsys.readouterr().out

@@ -1,0 +1,77 @@
+"""The service's numbers are the project's: same aggregates as the static leaderboard's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from searchtome.leaderboard.scoring import score_runs
+from searchtome.submissions import Limits
+
+from searchtome.dataset.blind import with_private
+from searchtome.dataset.loader import load
+from searchtome.service.board import Run, Scopes, leaderboard
+from searchtome.service.checks import pack_scores, unpack_scores, validate
+from searchtome.service.home import ServerSettings, private_queries
+from tests.service.helpers import blind_release, submission
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("board")
+    public, private = blind_release(root)
+    return root, public, private
+
+
+def test_aggregates_and_tests_match_the_leaderboard_package(release) -> None:
+    root, public, private = release
+    full = with_private(load(public), private)
+    settings = ServerSettings(split="test", permutations=500, bootstrap=200, secret="00" * 32)
+    runs, subs = [], []
+    for name, right in (("a", 1.0), ("b", 0.6), ("c", 0.3)):
+        folder = submission(root / name, private, name, right=right)
+        report, error = validate(folder, full, "test", Limits())
+        assert error is None and report.submission is not None
+        values = unpack_scores(pack_scores(report, full, "test"))
+        runs.append(Run(name, "team", name, 0.0, False, values, {}))
+        subs.append(report.submission)
+    board = leaderboard(runs, Scopes.of(load(public), settings), settings, revealed=False)
+    reference = score_runs(subs, data=full, split="test")
+    rows = {r["system"]: r for r in board["public"]["rows"]}
+    assert [r["system"] for r in board["public"]["rows"]] == ["a", "b", "c"]
+    for name in ("a", "b", "c"):
+        expected = reference.aggregate(name)
+        for measure, value in rows[name]["aggregate"].items():
+            assert value == pytest.approx(expected[measure], abs=1e-12), (name, measure)
+    assert rows["b"]["delta_to_top"]["R@1"]["diff"] == pytest.approx(
+        reference.aggregate("b")["R@1"] - reference.aggregate("a")["R@1"]
+    )
+
+
+def test_the_private_part_is_secret_exact_and_reproducible() -> None:
+    ids = [f"q-{i:04d}" for i in range(1000)]
+    one = private_queries(ids, "ab" * 32, 0.3)
+    assert len(one) == 300 and one == private_queries(list(reversed(ids)), "ab" * 32, 0.3)
+    other = private_queries(ids, "cd" * 32, 0.3)
+    assert 0.15 < len(one & other) / 300 < 0.45  # another secret, another (independent) draw
+    assert private_queries(ids, "ab" * 32, 0.0) == set()
+
+
+def test_nothing_per_query_in_the_board(release) -> None:
+    _root, public, _private = release
+    settings = ServerSettings(
+        split="test", permutations=100, bootstrap=50, secret="11" * 32, private_fraction=0.5
+    )
+    scopes = Scopes.of(load(public), settings)
+    values = {m: np.ones(len(scopes.query_ids)) for m in ("R@1", "R@3", "nDCG@3")}
+    values |= {
+        m: np.zeros(len(scopes.query_ids))
+        for m in ("NonLeaf@1", "NonLeaf@3", "Invalid@1", "Invalid@3")
+    }
+    values["answered"] = np.ones(len(scopes.query_ids), dtype=bool)
+    values["query_ids"] = np.asarray(scopes.query_ids)
+    runs = [Run("k", "t", "s", 0.0, True, values, {})]
+    text = json.dumps(leaderboard(runs, scopes, settings, revealed=True))
+    assert not any(q in text for q in scopes.query_ids)

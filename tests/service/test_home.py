@@ -1,0 +1,103 @@
+"""server init / add-team / list / revoke on the command line, and the versioned schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from searchtome.errors import SearchTomeError
+from searchtome.service.db import SCHEMA_VERSION, check_version, make_engine, schema_version
+from searchtome.service.store import authenticate, hash_token
+from tests.service.helpers import add_team, blind_release, cli, init_home
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("home")
+    public, private = blind_release(root)
+    return root, public, private
+
+
+def test_init_refuses_what_is_not_a_blind_release(release) -> None:
+    root, public, private = release
+    done = cli(
+        "server",
+        "init",
+        "--home",
+        str(root / "a"),
+        "--public",
+        str(public),
+        "--private",
+        str(public),
+    )
+    assert done.returncode == 1 and "not the private half" in done.stderr
+    done = cli(
+        "server",
+        "init",
+        "--home",
+        str(root / "b"),
+        "--public",
+        str(root / "full"),
+        "--private",
+        str(private),
+    )
+    assert done.returncode == 1 and "not the public half" in done.stderr
+    done = cli(
+        "server",
+        "init",
+        "--home",
+        str(root / "c"),
+        "--public",
+        str(public),
+        "--private",
+        str(private),
+        "--private-fraction",
+        "1.5",
+    )
+    assert done.returncode == 1 and "--private-fraction 1.5" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_tokens_are_stored_as_hashes_and_revoked(release) -> None:
+    root, public, private = release
+    home = root / "srv"
+    init_home(home, public, private)
+    assert oct((home).stat().st_mode & 0o777) == "0o700"
+    assert "secret" in json.loads((home / "server.json").read_text())
+    token = add_team(home, "team-a")
+    assert cli("server", "add-team", "--home", str(home), "team-a").returncode == 1  # exists
+    assert cli("server", "add-team", "--home", str(home), "bad/name").returncode == 1
+    engine = make_engine(f"sqlite:///{home / 'server.db'}")
+    secret = token.split("_", 2)[2]
+    with engine.connect() as conn:
+        stored = conn.execute(sa.text("SELECT token_hash FROM teams")).scalar()
+        assert stored == hash_token(secret) and secret not in stored
+        assert authenticate(conn, token) is not None
+        assert authenticate(conn, token[:-1] + ("A" if token[-1] != "A" else "B")) is None
+    listed = cli("server", "list", "--home", str(home))
+    assert "team-a" in listed.stdout and "active" in listed.stdout and secret not in listed.stdout
+    assert cli("server", "revoke", "--home", str(home), "team-a").returncode == 0
+    again = cli("server", "revoke", "--home", str(home), "team-b")
+    assert again.returncode == 1 and "unknown team 'team-b'" in again.stderr
+    with engine.connect() as conn:
+        assert authenticate(conn, token) is None
+    assert "revoked" in cli("server", "list", "--home", str(home)).stdout
+    engine.dispose()
+
+
+def test_a_database_of_another_schema_version_is_refused(release) -> None:
+    root, public, private = release
+    home = root / "versions"
+    init_home(home, public, private)
+    engine = make_engine(f"sqlite:///{home / 'server.db'}")
+    check_version(engine, str(home))
+    with engine.begin() as conn:
+        conn.execute(schema_version.update().values(version=SCHEMA_VERSION + 1))
+    with pytest.raises(SearchTomeError, match=f"schema version {SCHEMA_VERSION + 1}"):
+        check_version(engine, str(home))
+    engine.dispose()
+    done = cli("server", "list", "--home", str(home))
+    assert done.returncode == 1 and "schema version" in done.stderr
