@@ -200,6 +200,7 @@ def run_dpr_paper(dataset: Any, split: str, config: DPRPaperConfig, ctx: RunCont
             scores[q.query_id] = tuple(float(s[i]) for i in order)
     ctx.notes["models"] = [encoder.model_label()]
     ctx.notes["encoder"] = encoder.describe()
+    ctx.notes["parameters"] = encoder.parameter_count()  # run_info.parameters
     ctx.notes["dtype"] = encoder.config.dtype
     ctx.notes["leaf_score"] = "one vector per leaf: its first passage_max_tokens tokens"
     return Run(name="dpr-paper", rankings=rankings, scores=scores)
