@@ -10,7 +10,7 @@ model name, and is stopped again on success, error, Ctrl-C or SIGTERM. On Linux 
 also told to die with its parent, so a killed build leaves no server behind.
 
 torch in the server takes ``SEARCHTOME_LOCAL_THREADS`` threads when set, else the count
-:mod:`searchtome.threads` chooses from the CPUs and the load, and its idle threads sleep instead
+:mod:`searchtome.threads` chooses (one per usable CPU, whatever the load), and its idle threads sleep instead
 of spinning (:func:`searchtome.threads.child_env`): spinning threads were what made two threads 5x
 slower than one on a shared 2-core machine (32 greedy tokens: 27 s vs 5.3 s, other jobs running).
 
