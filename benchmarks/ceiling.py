@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import random
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -140,8 +141,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     lines = [
         f"# {args.title}",
         "",
-        "Written by `python benchmarks/ceiling.py report ...` (see the module's "
-        "docstring for the labels and the estimate); the prose is in [trained.md](trained.md).",
+        f"Written by `python benchmarks/ceiling.py {' '.join(sys.argv[1:])}` (the labels and "
+        "the estimate are defined in its docstring); the prose is in [trained.md](trained.md).",
         "",
     ]
     for split in ("dev", "test"):
