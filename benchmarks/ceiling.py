@@ -2,6 +2,7 @@
 
     python benchmarks/ceiling.py sample DATA DEV_RUN TEST_RUN [--n 100] [--seed 0] --out FILE
     python benchmarks/ceiling.py report DATA DEV_RUN TEST_RUN --labels LABELS [--out docs/ceiling.md]
+    python benchmarks/ceiling.py fixed DATA OTHER_DEV_RUN OTHER_TEST_RUN --labels LABELS
 
 ``sample`` draws ``--n`` of the runs' first-answer misses (dev and test pooled, a fixed seed)
 and writes, for reading, the question, the gold and the predicted leaf's path and text (a
@@ -222,6 +223,24 @@ def cmd_report(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}: gold-only {k}/{n} (95 % CI {lo:.2f}-{hi:.2f})")
 
 
+def cmd_fixed(args: argparse.Namespace) -> None:
+    """How many of the labelled misses another system answers right, by label: whether its
+    gains come from real errors (``gold-only``) or from questions a reader would not count."""
+    ds = load(args.data)
+    labels = {x["query_id"]: x for x in json.loads(Path(args.labels).read_text())}
+    hits: Counter[str] = Counter()
+    for split, path in (("dev", args.other_dev), ("test", args.other_test)):
+        run = read_submission(path).run
+        for q in ds.queries(split):
+            if q.query_id in labels and run.rankings.get(q.query_id, ())[:1] == (q.leaf_id,):
+                hits[labels[q.query_id]["label"]] += 1
+    total = Counter(x["label"] for x in labels.values())
+    print("| label | labelled misses | answered right by the other system |")
+    print("|---|---:|---:|")
+    for label in LABELS:
+        print(f"| {label} | {total[label]} | {hits[label]} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(required=True)
@@ -233,6 +252,12 @@ def main() -> None:
         s.add_argument("--n", type=int, default=100)
         s.add_argument("--seed", type=int, default=0)
         s.set_defaults(func=fn)
+    fixed = sub.add_parser("fixed")
+    fixed.add_argument("data")
+    fixed.add_argument("other_dev", type=Path)
+    fixed.add_argument("other_test", type=Path)
+    fixed.add_argument("--labels", required=True)
+    fixed.set_defaults(func=cmd_fixed)
     sub.choices["sample"].add_argument("--out", required=True)
     rep = sub.choices["report"]
     rep.add_argument("--labels", required=True)
