@@ -58,7 +58,7 @@ class RerankConfig(FinetuneHybridConfig):
     ce_epochs: int = 1
     ce_batch_size: int = 16
     ce_learning_rate: float = 2e-5
-    ce_negatives: int = 3
+    ce_negatives: int = 1  # one BM25 negative per question: the CPU budget here
     ce_max_length: int = 256
 
     def __post_init__(self) -> None:

@@ -30,6 +30,8 @@ BASELINES = {
     "dsi",
     "dsi-constrained",
     "zeroshot-llm",
+    "finetune",
+    "finetune-hybrid",
 }
 # named variants of a baseline, committed beside it (same adapter, another decoder)
 VARIANTS = {"stair-free": "stair"}
