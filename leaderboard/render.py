@@ -50,9 +50,7 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
     for s in board.systems:
         values = board.aggregate(s.system)
         answered = f"{int(s.answered.sum())}/{len(board.query_ids)}"
-        rows.append(
-            [s.system, answered, str(s.n_empty), *(_cell(m, values[m]) for m in names)]
-        )
+        rows.append([s.system, answered, str(s.n_empty), *(_cell(m, values[m]) for m in names)])
     counts = [m for m in names if is_count(m)]
     note = PERCENT_NOTE.format(agg=agg) + (
         COUNT_NOTE.format(names=", ".join(counts)) if counts else ""
