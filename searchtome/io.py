@@ -142,7 +142,7 @@ def remove_stale(path: PathLike) -> list[Path]:
         match = pattern.fullmatch(entry.name)
         if not match or match.group(2) != host or not entry.is_dir() or entry.is_symlink():
             continue
-        if _alive(int(match.group(1))):
+        if process_alive(int(match.group(1))):
             continue
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
@@ -157,7 +157,9 @@ def remove_stale(path: PathLike) -> list[Path]:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` on this host may still be running (ours always is; one we may
+    not signal, or a number we cannot judge, counts as alive, so nothing of it is removed)."""
     if pid == os.getpid():
         return True
     try:

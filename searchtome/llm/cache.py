@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, atomic_write, dumps, stable_hash
+from searchtome.io import PathLike, atomic_write, dumps, process_alive, stable_hash
 from searchtome.settings import cache_dir
 
 log = logging.getLogger(__name__)
@@ -173,20 +173,8 @@ class Claims:
             return True
         if owner.get("host") == self.host and isinstance(owner.get("pid"), int):
             # A reused pid looks alive: past four times the ttl the claim is stale anyway.
-            return not _alive(owner["pid"]) or age > 4 * self.ttl
+            return not process_alive(owner["pid"]) or age > 4 * self.ttl
         return age > self.ttl  # another host's process cannot be asked
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True
-    return True
 
 
 class ResponseCache:
