@@ -251,7 +251,7 @@ def train(
     """Train on ``rows``, keep the epoch with the best dev R@1 in ``path``; returns the report."""
     import tempfile
 
-    from searchtome.io import atomic_dir, commit_dir, write_json
+    from searchtome.io import staged_dir, write_json
     from searchtome.llm.models import resolve
     from searchtome.settings import hf_offline_env
     from searchtome.threads import use_torch_threads
@@ -268,32 +268,26 @@ def train(
     torch.manual_seed(seed)
     model = SentenceTransformer(resolve(config.encoder.model), device="cpu")
     model.max_seq_length = config.max_seq_length
-    tmp = atomic_dir(path)
     history: list[dict[str, Any]] = []
     try:
-        with tempfile.TemporaryDirectory(prefix="searchtome-finetune-") as work:
-            trainer = _trainer(model, config, seed, HFDataset.from_list(rows), work, losses)
-            trainer.add_callback(dev_callback(model, dataset, encoder, config, tmp, history))
-            trainer.train()
-        best = max(history, key=lambda h: (h["dev_r1"], -h["epoch"]))
-        report = {
-            "seconds": round(time.perf_counter() - start, 1),
-            "threads": threads,
-            "n_examples": len(rows),
-            "loss": "MultipleNegativesRankingLoss (in-batch + BM25 hard negatives)",
-            "dev_r1_per_epoch": [h["dev_r1"] for h in history],
-            "best_epoch": best["epoch"],
-            "best_dev_r1": best["dev_r1"],
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "seed": seed,
-        }
-        write_json(tmp / "report.json", report)
-        commit_dir(tmp, path)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        with staged_dir(path) as tmp:
+            with tempfile.TemporaryDirectory(prefix="searchtome-finetune-") as work:
+                trainer = _trainer(model, config, seed, HFDataset.from_list(rows), work, losses)
+                trainer.add_callback(dev_callback(model, dataset, encoder, config, tmp, history))
+                trainer.train()
+            best = max(history, key=lambda h: (h["dev_r1"], -h["epoch"]))
+            report = {
+                "seconds": round(time.perf_counter() - start, 1),
+                "threads": threads,
+                "n_examples": len(rows),
+                "loss": "MultipleNegativesRankingLoss (in-batch + BM25 hard negatives)",
+                "dev_r1_per_epoch": [h["dev_r1"] for h in history],
+                "best_epoch": best["epoch"],
+                "best_dev_r1": best["dev_r1"],
+                "parameters": sum(p.numel() for p in model.parameters()),
+                "seed": seed,
+            }
+            write_json(tmp / "report.json", report)
     finally:
         torch.set_num_threads(previous)
     return report

@@ -98,10 +98,9 @@ def cross_encoder(dataset: Any, config: RerankConfig, seed: int, root: Path | No
 def train_cross_encoder(
     config: RerankConfig, seed: int, pairs: list[dict[str, Any]], path: Path
 ) -> dict[str, Any]:
-    import shutil
     import tempfile
 
-    from searchtome.io import atomic_dir, commit_dir, write_json
+    from searchtome.io import staged_dir, write_json
     from searchtome.llm.models import resolve
     from searchtome.settings import hf_offline_env
     from searchtome.threads import use_torch_threads
@@ -122,40 +121,36 @@ def train_cross_encoder(
     torch.manual_seed(seed)  # the fresh one-logit head
     base = resolve(config.encoder.model)
     model = CrossEncoder(base, num_labels=1, max_length=config.ce_max_length, device="cpu")
-    tmp = atomic_dir(path)
     try:
-        with tempfile.TemporaryDirectory(prefix="searchtome-ce-") as work:
-            args = CrossEncoderTrainingArguments(
-                output_dir=work,
-                num_train_epochs=config.ce_epochs,
-                per_device_train_batch_size=config.ce_batch_size,
-                learning_rate=config.ce_learning_rate,
-                warmup_steps=config.warmup_ratio,  # a float below 1 is a ratio
-                seed=seed,
-                data_seed=seed,
-                save_strategy="no",
-                report_to=[],
-                use_cpu=True,
-                dataloader_num_workers=0,
-                disable_tqdm=True,
-            )
-            data = HFDataset.from_list(pairs)
-            loss = BinaryCrossEntropyLoss(model)
-            CrossEncoderTrainer(model=model, args=args, train_dataset=data, loss=loss).train()
-        model.save(str(tmp))
-        report = {
-            "seconds": round(time.perf_counter() - start, 1),
-            "threads": threads,
-            "n_pairs": len(pairs),
-            "loss": "BinaryCrossEntropyLoss (1 positive, BM25 hard negatives per question)",
-            "parameters": sum(p.numel() for p in model.model.parameters()),
-            "seed": seed,
-        }
-        write_json(tmp / "report.json", report)
-        commit_dir(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        with staged_dir(path) as tmp:
+            with tempfile.TemporaryDirectory(prefix="searchtome-ce-") as work:
+                args = CrossEncoderTrainingArguments(
+                    output_dir=work,
+                    num_train_epochs=config.ce_epochs,
+                    per_device_train_batch_size=config.ce_batch_size,
+                    learning_rate=config.ce_learning_rate,
+                    warmup_steps=config.warmup_ratio,  # a float below 1 is a ratio
+                    seed=seed,
+                    data_seed=seed,
+                    save_strategy="no",
+                    report_to=[],
+                    use_cpu=True,
+                    dataloader_num_workers=0,
+                    disable_tqdm=True,
+                )
+                data = HFDataset.from_list(pairs)
+                loss = BinaryCrossEntropyLoss(model)
+                CrossEncoderTrainer(model=model, args=args, train_dataset=data, loss=loss).train()
+            model.save(str(tmp))
+            report = {
+                "seconds": round(time.perf_counter() - start, 1),
+                "threads": threads,
+                "n_pairs": len(pairs),
+                "loss": "BinaryCrossEntropyLoss (1 positive, BM25 hard negatives per question)",
+                "parameters": sum(p.numel() for p in model.model.parameters()),
+                "seed": seed,
+            }
+            write_json(tmp / "report.json", report)
     finally:
         torch.set_num_threads(previous)
     return report

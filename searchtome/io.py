@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -169,6 +170,20 @@ def process_alive(pid: int) -> bool:
     except (PermissionError, OverflowError, ValueError):
         return True  # someone else's process, or a number we cannot judge: leave it
     return True
+
+
+@contextlib.contextmanager
+def staged_dir(path: PathLike) -> Iterator[Path]:
+    """A temporary sibling folder (:func:`atomic_dir`) to fill; when the block ends it replaces
+    ``path`` (:func:`commit_dir`); on any failure, Ctrl-C included, it is removed and ``path``
+    stays as it was."""
+    tmp = atomic_dir(path)
+    try:
+        yield tmp
+        commit_dir(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def commit_dir(tmp: PathLike, path: PathLike) -> None:

@@ -16,7 +16,6 @@ flag is kept in ``id_map.json`` (``structural_leaf``) and in the manifest.
 from __future__ import annotations
 
 import logging
-import shutil
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from searchtome.dataset.repro_release import (
     read_release,
 )
 from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, atomic_dir, commit_dir, write_json
+from searchtome.io import PathLike, staged_dir, write_json
 from searchtome.records import (
     BOOK_ID_RE,
     SPLITS,
@@ -393,8 +392,7 @@ def _write(
     card: bool,
 ) -> None:
     """Write the dataset into a temporary folder, then swap it in; nothing half-written stays."""
-    tmp = atomic_dir(out)
-    try:
+    with staged_dir(out) as tmp:
         write_dataset(
             tmp,
             books=[book],
@@ -408,10 +406,6 @@ def _write(
         write_manifest(tmp, info)
         if card:
             write_dataset_card(tmp)
-        commit_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _generation_info(

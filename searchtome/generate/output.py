@@ -19,7 +19,7 @@ from searchtome.generate.options import BuildOptions
 from searchtome.generate.sources import BookSource
 from searchtome.generate.splits import split_file_hashes
 from searchtome.generate.summary import REPORT_FILE
-from searchtome.io import atomic_dir, commit_dir, read_json, write_json
+from searchtome.io import read_json, staged_dir, write_json
 from searchtome.records import SPLITS, Leaf, Paragraph, Query, TocNode, Unit
 from searchtome.settings import progress
 
@@ -77,8 +77,7 @@ def write_output(
         )
         for s in sources
     ]
-    tmp = atomic_dir(out)
-    try:
+    with staged_dir(out) as tmp:
         for _ in progress(range(1), desc="write", unit="dataset"):
             write_dataset(
                 tmp,
@@ -97,12 +96,6 @@ def write_output(
             write_manifest(tmp, info)
             if opts.card:
                 _write_card(tmp)
-        commit_dir(tmp, out)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _write_card(folder: Path) -> None:
