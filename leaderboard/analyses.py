@@ -17,7 +17,7 @@ all-zero column, i.e. of its own mean.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from searchtome.leaderboard.results import Breakdown, PairedAnalysis, PairedTest
@@ -77,7 +77,8 @@ def _breakdown(
     values = {s: [float(_quantity(board, s, quantity)[m].mean()) for _, m in masks] for s in names}
     out = Breakdown(*labels, [lb for lb, _ in masks], [int(m.sum()) for _, m in masks], values)
     if resampling is not None and names and masks:
-        out.ci_low, out.ci_high = _intervals(board, masks, quantity, names, resampling)
+        low, high = _intervals(board, masks, quantity, names, resampling)
+        out = replace(out, ci_low=low, ci_high=high)
     return out
 
 
@@ -162,10 +163,11 @@ def analyses(
         ),
         [s for s in order if s in free],
     )
-    invalid.note = (
-        "free-decoding systems only (those with a non-leaf or invalid answer at rank 1)"
+    invalid = replace(
+        invalid,
+        note="free-decoding systems only (those with a non-leaf or invalid answer at rank 1)"
         if free
-        else "no system wrote a non-leaf or invalid answer at rank 1"
+        else "no system wrote a non-leaf or invalid answer at rank 1",
     )
     return {
         "r1_by_training_questions": _breakdown(
@@ -232,14 +234,15 @@ def paired_analysis(
     out = PairedAnalysis(a, b, measure, "two-sided", rare_max, settings=dict(rs.__dict__))
     names = {s.system for s in board.systems}
     missing = [s for s in pair if s not in names]
+    skipped = ""
     if board.queries is None:
-        out.skipped = "the scores have no dataset behind them (no training questions)"
+        skipped = "the scores have no dataset behind them (no training questions)"
     elif missing:
-        out.skipped = f"no submission named {' or '.join(repr(m) for m in missing)}"
+        skipped = f"no submission named {' or '.join(repr(m) for m in missing)}"
     elif a == b:
-        out.skipped = "the two systems are the same"
-    if out.skipped:
-        return out
+        skipped = "the two systems are the same"
+    if skipped:
+        return replace(out, skipped=skipped)
     assert board.queries is not None
     va = board.get(a).per_query[measure]
     vb = board.get(b).per_query[measure]
@@ -248,5 +251,5 @@ def paired_analysis(
             out.buckets.append(_paired_test(label, va[m], vb[m], rs))
     rare = board.queries.train_questions <= rare_max
     if rare.any():
-        out.rare = _paired_test(f"≤ {rare_max}", va[rare], vb[rare], rs)
+        out = replace(out, rare=_paired_test(f"≤ {rare_max}", va[rare], vb[rare], rs))
     return out

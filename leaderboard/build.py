@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from searchtome.leaderboard.analyses import DEFAULT_PAIR, Resampling, analyses, paired_analysis
+from searchtome.leaderboard.checks import run_checks
 from searchtome.leaderboard.comparison import OVERALL, ComparisonReport
 from searchtome.leaderboard.curves import curve_from_meta, learning_curves
+from searchtome.leaderboard.document import FILE, document_of, write_document
+from searchtome.leaderboard.expectations import read_expectations
 from searchtome.leaderboard.figures import plot, plot_curves, plot_paired
 from searchtome.leaderboard.html import render_html
 from searchtome.leaderboard.markdown import render_markdown
@@ -28,12 +32,14 @@ from searchtome.leaderboard.results import (
     CheckResult,
     Entry,
     LeaderboardResult,
+    LeaderboardSettings,
     LearningCurve,
     PairedAnalysis,
+    dataset_record,
     relative,
 )
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
-from searchtome.leaderboard.significance import compare
+from searchtome.leaderboard.significance import CompareOptions, compare
 from searchtome.leaderboard.systems import palette, type_problem
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.reader import find_predictions
@@ -42,9 +48,8 @@ from searchtome.submissions.validate import ValidationReport, validate_submissio
 
 from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, atomic_write, read_json
+from searchtome.io import PathLike, atomic_write
 from searchtome.metrics.defaults import DEFAULT_MEASURES
-from searchtome.metrics.ties import TIE_RULE
 from searchtome.settings import progress
 from searchtome.version import __version__
 
@@ -57,7 +62,6 @@ FIGURE_FILES = {
     PAIRED_KEY: "paired_by_training_questions.png",
     CURVES_KEY: "learning_curves.png",  # only when a submission recorded a training history
 }
-EXACT = 1e-9
 MAX_REASON = 500  # characters of an exception's text kept as a rejection reason
 
 
@@ -73,42 +77,6 @@ def discover(submissions_dir: PathLike) -> list[Path]:
         if (child / META_FILE).exists() or any((child / n).exists() for n in PREDICTION_FILES):
             out.append(child)
     return out
-
-
-def run_checks(expected: Mapping[str, Any], entries: list[Entry]) -> list[CheckResult]:
-    """Each recorded value against the built one: OK, within tolerance, or FAIL."""
-    default_tol = float(expected.get("tolerance", 0.005))
-    systems = expected.get("systems")
-    if not isinstance(systems, dict):
-        raise SearchTomeError(
-            "expectations file: 'systems' must map system names to {measure: value}"
-        )
-    by_name = {e.system: e for e in entries}
-    results = []
-    for system in sorted(systems):
-        wanted = systems[system]
-        entry = by_name.get(system)
-        for measure in wanted:
-            spec = wanted[measure]
-            if isinstance(spec, dict):
-                value, tol = spec.get("value"), float(spec.get("tolerance", default_tol))
-            else:
-                value, tol = spec, default_tol
-            if not isinstance(value, int | float):
-                raise SearchTomeError(
-                    f"expectations file: {system}/{measure}: value must be a number"
-                )
-            actual = None if entry is None else entry.aggregate.get(measure)
-            if actual is None:
-                status = "FAIL"
-            elif abs(actual - value) <= EXACT:
-                status = "OK"
-            elif abs(actual - value) <= tol + EXACT:
-                status = "within tolerance"
-            else:
-                status = "FAIL"
-            results.append(CheckResult(system, measure, float(value), actual, tol, status))
-    return results
 
 
 def _unreadable(folder: Path, split: str, field: str, message: str, code: str) -> ValidationReport:
@@ -249,7 +217,7 @@ def _ranked_entries(
 
 
 def _test_against_the_top(
-    board: Scoreboard, entries: list[Entry], **options: Any
+    board: Scoreboard, entries: list[Entry], options: CompareOptions
 ) -> ComparisonReport | None:
     """Test every system against the top one and mark the entries that differ significantly."""
     order = [e.system for e in entries]
@@ -261,7 +229,7 @@ def _test_against_the_top(
         measures=list(MAIN_MEASURES),
         groups=board.groups(),
         control=order[0],
-        **options,
+        options=options,
     )
     for e in entries[1:]:
         for t in comparison.tests:
@@ -309,91 +277,118 @@ def _write_figures(
 
 def _write_pages(result: LeaderboardResult, images: Mapping[str, bytes]) -> None:
     out = result.out_dir
-    with atomic_write(out / "leaderboard.json") as fh:
-        fh.write(result.to_json())
+    write_document(out / FILE, document_of(result))
     with atomic_write(out / "leaderboard.md") as fh:
         fh.write(render_markdown(result))
     with atomic_write(out / "index.html") as fh:
         fh.write(render_html(result, dict(images)))
 
 
-def build_leaderboard(
-    data_dir: Dataset | PathLike,
-    submissions_dir: PathLike,
-    out_dir: PathLike,
-    *,
-    split: str = "test",
-    permutations: int = 10_000,
-    bootstrap: int = 2_000,
-    seed: int = 0,
-    alpha: float = 0.05,
-    check: PathLike | Mapping[str, Any] | None = None,
-    pair: tuple[str, str] | None = DEFAULT_PAIR,
-) -> LeaderboardResult:
-    """Validate, score, test and render every submission; see the module docstring.
+@dataclass(frozen=True)
+class LeaderboardOptions:
+    """What a build scores and how it tests (the ``leaderboard`` command's options)."""
 
-    ``pair``: the two systems whose R@1 difference is tested per training-question bucket and
-    on rare leaves (the paper's STAIR vs DSI); ``None`` leaves the comparison out.
-    """
-    dataset = data_dir if isinstance(data_dir, Dataset) else load(data_dir)
-    out = Path(out_dir)
+    split: str = "test"
+    permutations: int = 10_000  # sign flips per randomization test
+    bootstrap: int = 2_000  # paired-bootstrap resamples per interval
+    seed: int = 0
+    alpha: float = 0.05
+    # The two systems whose R@1 difference is tested per training-question bucket and on rare
+    # leaves (the paper's STAIR vs DSI); None leaves the comparison out.
+    pair: tuple[str, str] | None = DEFAULT_PAIR
+
+    @property
+    def resampling(self) -> Resampling:
+        return Resampling(self.bootstrap, self.permutations, self.seed)
+
+    @property
+    def testing(self) -> CompareOptions:
+        return CompareOptions(
+            permutations=self.permutations,
+            bootstrap=self.bootstrap,
+            seed=self.seed,
+            alpha=self.alpha,
+        )
+
+    def settings(self, control: str | None, submissions_root: str) -> LeaderboardSettings:
+        return LeaderboardSettings(
+            searchtome=__version__,
+            permutations=self.permutations,
+            bootstrap=self.bootstrap,
+            seed=self.seed,
+            alpha=self.alpha,
+            control=control,
+            submissions_root=submissions_root,
+        )
+
+
+def _folders(submissions_dir: PathLike) -> list[Path]:
     folders = discover(submissions_dir)
     if not folders:
         raise SearchTomeError(
             f"{submissions_dir}: no submission folders (each needs meta.json and predictions.jsonl)"
         )
-    accepted, rejected = _validate_all(folders, dataset, split)
+    return folders
+
+
+def _analyses(
+    board: Scoreboard, entries: list[Entry], options: LeaderboardOptions
+) -> tuple[dict[str, Breakdown], PairedAnalysis | None]:
+    """The breakdowns and the pair's analysis (none without a pair or a dataset)."""
+    rs = options.resampling
+    breakdowns = analyses(board, [e.system for e in entries], rs)
+    if options.pair is None or board.queries is None:
+        return breakdowns, None
+    return breakdowns, paired_analysis(board, options.pair, rs)
+
+
+def build_leaderboard(
+    data_dir: Dataset | PathLike,
+    submissions_dir: PathLike,
+    out_dir: PathLike,
+    options: LeaderboardOptions | None = None,
+    *,
+    check: PathLike | Mapping[str, Any] | None = None,
+) -> LeaderboardResult:
+    """Validate, score, test and render every submission; see the module docstring.
+
+    ``check``: an expectations file (or its parsed content) to compare the aggregates with.
+    """
+    o = options or LeaderboardOptions()
+    dataset = data_dir if isinstance(data_dir, Dataset) else load(data_dir)
+    accepted, rejected = _validate_all(_folders(submissions_dir), dataset, o.split)
     board = score_runs(
         [r.submission for r in accepted if r.submission is not None],
         data=dataset,
-        split=split,
+        split=o.split,
         measures=DEFAULT_MEASURES,
     )
-    submissions_root = str(Path(submissions_dir))
+    root = str(Path(submissions_dir))
     reports = {r.submission.system: r for r in accepted if r.submission is not None}
-    entries = _ranked_entries(board, reports, submissions_root)
-    comparison = _test_against_the_top(
-        board, entries, permutations=permutations, bootstrap=bootstrap, seed=seed, alpha=alpha
-    )
-    resampling = Resampling(bootstrap=bootstrap, permutations=permutations, seed=seed)
-    breakdowns = analyses(board, [e.system for e in entries], resampling)
-    paired = (
-        paired_analysis(board, pair, resampling)
-        if pair is not None and board.queries is not None
-        else None
-    )
-    curves = learning_curves(entries, submissions_root)
+    entries = _ranked_entries(board, reports, root)
+    comparison = _test_against_the_top(board, entries, o.testing)
+    breakdowns, paired = _analyses(board, entries, o)
+    curves = learning_curves(entries, root)
     colours = palette([e.system for e in entries])
-    figures, images = _write_figures(breakdowns, out, colours, paired, curves)
-    settings = {
-        "searchtome": __version__,
-        "permutations": permutations,
-        "bootstrap": bootstrap,
-        "seed": seed,
-        "alpha": alpha,
-        "correction": "holm",
-        "control": entries[0].system if entries else None,
-        "tie_rule": TIE_RULE,
-        "aggregate": "macro mean over domains (each domain weighs the same)",
-        "submissions_root": submissions_root,
-    }
+    figures, images = _write_figures(breakdowns, Path(out_dir), colours, paired, curves)
+    checks: list[CheckResult] | None = None
+    if check is not None:
+        checks = run_checks(read_expectations(check), entries)
     result = LeaderboardResult(
-        out_dir=out,
-        split=split,
-        dataset={k: v for k, v in dataset.manifest.items() if k != "files"},
+        out_dir=Path(out_dir),
+        split=o.split,
+        dataset=dataset_record(dataset.manifest),
         entries=entries,
         rejected=rejected,
         comparison=comparison,
         analyses=breakdowns,
         figures=figures,
-        settings=settings,
+        settings=o.settings(entries[0].system if entries else None, root),
         domains=sorted(set(board.queries.domain.tolist())) if board.queries is not None else [],
+        checks=checks,
         paired=paired,
         curves=curves,
         colours=colours,
     )
-    if check is not None:
-        expected = read_json(check) if not isinstance(check, Mapping) else check
-        result.checks = run_checks(expected, entries)
     _write_pages(result, images)
     return result

@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from searchtome.leaderboard.text import finite, floor_text, fmt_p, latex_escape, md_escape
@@ -37,6 +38,50 @@ class PairTest:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> PairTest:
+        """A test as :meth:`to_dict` wrote it; an interval JSON could not hold (NaN) is null."""
+        values = dict(raw)
+        for key in ("ci_low", "ci_high"):
+            values[key] = math.nan if values[key] is None else values[key]
+        return cls(**values)
+
+
+MCNEMAR_TEXT = (
+    "exact McNemar p (binomial test on the discordant queries, pooled over the scope's queries) "
+    "for 0/1 measures such as R@k"
+)
+
+
+@dataclass(frozen=True)
+class ComparisonSettings:
+    """How a comparison was computed, as its report and ``settings`` in JSON give it."""
+
+    permutations: int  # B, the random sign vectors asked for
+    sign_vectors: int  # those used: 2**n when every one was enumerated
+    exact: bool  # every sign vector enumerated: p = c / 2**n
+    bootstrap: int
+    ci_level: float
+    seed: int
+    correction: str  # holm, bh or none
+    correction_name: str  # "Holm–Bonferroni"
+    alpha: float
+    family: str  # measure or all
+    family_description: str
+    families: dict[str, int]  # family → its number of tests
+    statistic: str
+    control: str | None
+    pvalue: str  # the p-value's formula
+    p_floor: float | None  # the smallest p the sign flips can give; None when exact
+    mcnemar: str = MCNEMAR_TEXT
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> ComparisonSettings:
+        return cls(**{f.name: raw[f.name] for f in fields(cls) if f.name in raw})
+
 
 _SUPERSCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -64,7 +109,7 @@ class ComparisonReport:
     means: dict[str, dict[str, dict[str, float]]]  # scope → system → measure → mean
     n_queries: dict[str, int]
     tests: list[PairTest]
-    settings: dict[str, Any]
+    settings: ComparisonSettings
 
     def test(self, a: str, b: str, measure: str, scope: str = OVERALL) -> PairTest:
         for t in self.tests:
@@ -90,25 +135,25 @@ class ComparisonReport:
     # -- rendering --
     def _settings_line(self) -> str:
         s = self.settings
-        kind = "exact enumeration" if s.get("exact") else f"B = {s['permutations']:,} sign flips"
+        kind = "exact enumeration" if s.exact else f"B = {s.permutations:,} sign flips"
         return (
-            f"Paired randomization test (two-sided, {kind}, seed {s['seed']}); "
-            f"{s['correction_name']} correction per family ({s['family_description']}); "
-            f"alpha = {s['alpha']}; {int(s['ci_level'] * 100)}% paired-bootstrap intervals "
-            f"({s['bootstrap']:,} resamples); statistic: {s['statistic']}."
+            f"Paired randomization test (two-sided, {kind}, seed {s.seed}); "
+            f"{s.correction_name} correction per family ({s.family_description}); "
+            f"alpha = {s.alpha}; {int(s.ci_level * 100)}% paired-bootstrap intervals "
+            f"({s.bootstrap:,} resamples); statistic: {s.statistic}."
         )
 
     def p_text(self, t: PairTest) -> str:
         """The randomization p, ``< 1e-4`` where it is at its floor 1/(B+1)."""
-        return floor_text(self.settings["permutations"]) if t.p_at_floor else fmt_p(t.p)
+        return floor_text(self.settings.permutations) if t.p_at_floor else fmt_p(t.p)
 
     def _legend(self) -> str:
-        alpha = self.settings["alpha"]
+        alpha = self.settings.alpha
         return (
             "Each system has a letter; a superscript lists the letters of the systems whose "
             f"value it beats significantly on that measure and scope (adjusted p < {alpha}); in "
             "the pairwise tests, * marks a significant difference. A p shown as "
-            f"{floor_text(self.settings['permutations'])} is at its floor 1/(B+1): no sign flip "
+            f"{floor_text(self.settings.permutations)} is at its floor 1/(B+1): no sign flip "
             "was as extreme; the exact McNemar p (0/1 measures such as R@k) says how far below."
         )
 
@@ -182,8 +227,8 @@ class ComparisonReport:
             r"\bottomrule",
             r"\end{tabular}",
             rf"\caption{{{latex_escape(scope)}: {self.n_queries[scope]:,} queries. Superscripts "
-            rf"mark systems beaten significantly ({latex_escape(self.settings['correction_name'])}"
-            rf"-corrected paired randomization test, $\alpha={self.settings['alpha']}$).}}",
+            rf"mark systems beaten significantly ({latex_escape(self.settings.correction_name)}"
+            rf"-corrected paired randomization test, $\alpha={self.settings.alpha}$).}}",
             r"\end{table}",
         ]
         return "\n".join(out) + "\n"
@@ -196,8 +241,21 @@ class ComparisonReport:
             "n_queries": dict(self.n_queries),
             "means": self.means,
             "tests": [t.to_dict() for t in self.tests],
-            "settings": dict(self.settings),
+            "settings": self.settings.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> ComparisonReport:
+        """A report as :meth:`to_dict` wrote it (``leaderboard.json``'s ``comparison``)."""
+        return cls(
+            list(raw["systems"]),
+            list(raw["measures"]),
+            list(raw["scopes"]),
+            raw["means"],
+            dict(raw["n_queries"]),
+            [PairTest.from_dict(t) for t in raw["tests"]],
+            ComparisonSettings.from_dict(raw["settings"]),
+        )
 
     def to_json(self) -> str:
         from searchtome.io import dumps

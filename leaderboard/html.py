@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+from searchtome.leaderboard.checks import CHECK_LEGEND, cell, grid, is_short, summary
 from searchtome.leaderboard.comparison import OVERALL, PairTest
 from searchtome.leaderboard.costs import Cost, fmt_count, fmt_mib, fmt_seconds
 from searchtome.leaderboard.curves import (
@@ -42,15 +43,17 @@ from searchtome.leaderboard.html_cells import (
     th_attrs,
 )
 from searchtome.leaderboard.results import (
-    CHECK_LEGEND,
     CURVES_KEY,
     MAIN_MEASURES,
     MARK,
     META_ORDER,
     SHORT,
+    CheckStatus,
     Entry,
     LeaderboardResult,
+    dataset_facts,
 )
+from searchtome.leaderboard.tables import headline, settings_text, short_note
 from searchtome.leaderboard.text import fmt_p, percent
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
 
@@ -85,18 +88,17 @@ def _ci_title(result: LeaderboardResult, e: Entry, measure: str, scope: str, val
     if e.system == result.best:
         return f"{head}: the top system; the other rows show their difference from it."
     t = _pair(result, e.system, measure, scope)
-    if t is None:
+    if t is None or result.comparison is None:
         return head
-    settings = result.comparison.settings if result.comparison else {}
+    settings = result.comparison.settings
     text = f"{head}: {_points(-t.diff)} points vs {result.best}"
     if _finite(t.ci_low) and _finite(t.ci_high):
-        level = round(settings.get("ci_level", 0.95) * 100)
+        level = round(settings.ci_level * 100)
         text += f", {level}% paired-bootstrap CI [{_points(-t.ci_high)}, {_points(-t.ci_low)}]"
     else:
         text += " (no bootstrap interval: built with --bootstrap 0)"
-    correction = settings.get("correction_name", "Holm–Bonferroni")
-    text += f"; {correction}-adjusted p = {t.p_adjusted:.2g}"
-    if t.p_at_floor and result.comparison is not None:
+    text += f"; {settings.correction_name}-adjusted p = {t.p_adjusted:.2g}"
+    if t.p_at_floor:
         text += f"; p {result.comparison.p_text(t)} (the floor of its sign flips)"
         if t.mcnemar_p is not None:
             text += f", exact McNemar p = {fmt_p(t.mcnemar_p)}"
@@ -275,7 +277,7 @@ def _side_by_side(result: LeaderboardResult) -> Table:
 
 def submission_href(result: LeaderboardResult, e: Entry, name: str) -> str:
     """The URL of a file in ``e``'s submission folder, relative to the page's folder."""
-    folder = Path(result.settings["submissions_root"]) / e.path
+    folder = Path(result.settings.submissions_root) / e.path
     rel = os.path.relpath(folder.resolve(), Path(result.out_dir).resolve())
     return quote(Path(rel, name).as_posix())
 
@@ -427,46 +429,41 @@ def _rejected(result: LeaderboardResult) -> list[dict[str, str]]:
     ]
 
 
-CHECK_CSS = {"OK": "ok", "within tolerance": "near", "FAIL": "fail"}
+CHECK_CSS = {CheckStatus.OK: "ok", CheckStatus.WITHIN: "near", CheckStatus.FAIL: "fail"}
 
 
 def _checks(result: LeaderboardResult) -> dict[str, Any] | None:
     """The check report as a system × measure table, like ``leaderboard.md``'s."""
     if result.checks is None:
         return None
-    measures, grid = result.check_grid()
+    measures, rows_of = grid(result.checks)
     columns = [Column("System", "", "name"), *(Column(m, "") for m in measures)]
     rows = [
         [Cell(system)]
         + [
-            Cell("") if c is None else Cell(c.cell(result.check_short(c)), css=CHECK_CSS[c.status])
+            Cell("")
+            if c is None
+            else Cell(cell(c, is_short(c, result.entries)), css=CHECK_CSS[c.status])
             for c in cells
         ]
-        for system, cells in grid
+        for system, cells in rows_of
     ]
     return {
         "table": Table("check-table", columns, rows, sortable=False),
-        "short": result.short_note(measures),
+        "short": short_note(result.entries, measures),
         "legend": CHECK_LEGEND,
-        "summary": result.check_summary(),
+        "summary": summary(result.checks),
     }
 
 
-def question_model_note(dataset: dict[str, Any]) -> str | None:
-    """Why this dataset's questions are weak, when a small local model wrote them; else None.
-
-    The build records the question writer in the manifest's ``generation`` (``model``,
-    ``endpoint_kind``, and for a local model a ``note``; older manifests keep them flat).
-    """
-    gen = dataset.get("generation")
-    gen = gen if isinstance(gen, dict) else {}
-    model = str(gen.get("model") or dataset.get("model") or "")
-    kind = str(gen.get("endpoint_kind") or dataset.get("endpoint_kind") or "")
-    if "smollm" not in model.lower() and kind != "local":
+def question_model_note(manifest: dict[str, Any]) -> str | None:
+    """Why this dataset's questions are weak, when a small local model wrote them; else None."""
+    facts = dataset_facts(manifest)
+    model = facts.question_model
+    if "smollm" not in model.lower() and facts.endpoint_kind != "local":
         return None
-    note = gen.get("note")
-    if isinstance(note, str) and note:
-        return note
+    if facts.question_note:
+        return facts.question_note
     return f"Questions were generated offline by the local model {model or '(not recorded)'}."
 
 
@@ -508,17 +505,13 @@ def _curves(result: LeaderboardResult, images: dict[str, bytes]) -> dict[str, An
 
 def _page(result: LeaderboardResult, images: dict[str, bytes]) -> dict[str, Any]:
     """Everything the template shows, as plain values."""
-    n = result.entries[0].n_queries if result.entries else 0
-    n_dom = len(result.domains)
     cost, cost_note = _cost_section(result)
     return {
-        "subtitle": f"{result.dataset_line()}, {result.split} split, {n:,} queries, "
-        f"{n_dom} domain{'s' if n_dom != 1 else ''}; generated by searchtome "
-        f"{result.settings['searchtome']}",
+        "subtitle": f"{headline(result)}; generated by searchtome {result.settings.searchtome}",
         "banner": _banner(result),
         "main": _main_table(result),
-        "main_note": result.short_note(MAIN_MEASURES),
-        "settings_note": f"{result.settings_text()} Bold: the best value in its column. "
+        "main_note": short_note(result.entries, MAIN_MEASURES),
+        "settings_note": f"{settings_text(result)} Bold: the best value in its column. "
         "Hover a value for its difference from the top system and its bootstrap interval; "
         "click a column header to sort.",
         "domains": _domains(result),

@@ -1,34 +1,36 @@
 """The leaderboard's result types: what a build produced, before any file is written.
 
-Everything below this module renders these types (``markdown``, ``html``, ``figures``, and
-:meth:`LeaderboardResult.to_json`); ``build`` fills them. The small markdown tables live here
-because the page, the HTML page and the terminal all print the same rows.
+Data only. Each output has its own renderer, which owns its format: ``markdown``
+(``leaderboard.md``), ``html`` (``index.html``), ``terminal`` (the command's table), ``document``
+(``leaderboard.json``: the one writer and the one reader), ``checks`` (the check report) and
+``expectations`` (``expected.json``); ``tables`` holds the rows and sentences more than one of
+them prints. ``build`` fills these types.
 """
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.scoring import beyond_depth
 from searchtome.leaderboard.systems import SystemCard
-from searchtome.leaderboard.text import finite, fmt_p, md_escape, percent, term_text
+from searchtome.leaderboard.text import fmt_p
 from searchtome.submissions.validate import ValidationReport
 
-from searchtome.io import PathLike, dumps, write_json
-from searchtome.metrics.defaults import DEFAULT_MEASURES
-from searchtome.metrics.structure import STRUCTURE_MEASURES
+from searchtome.io import PathLike
+from searchtome.metrics.ties import TIE_RULE
 
-FORMAT = "searchtome-leaderboard-v1"
 MAIN_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")  # the main table's columns and tests
 MARK = "†"  # differs significantly from the top system
 PAIRED_KEY = "paired_by_training_questions"  # the a − b analysis in leaderboard.json and figures
 CURVES_KEY = "learning_curves"  # dev R@1 per epoch: leaderboard.json's key and the figure's
 CURVES_TITLE = "Dev R@1 and training loss per epoch of the trained baselines"
 SHORT = "—"  # shown instead of a value whose cut-off lies beyond the system's ranking depth
+AGGREGATE = "macro mean over domains (each domain weighs the same)"
 # Submission metadata shown on the pages, in this order.
 META_ORDER = (
     "description",
@@ -43,7 +45,66 @@ META_ORDER = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
+class LeaderboardSettings:
+    """How a leaderboard was computed and tested (``leaderboard.json``'s ``settings``)."""
+
+    searchtome: str  # the version that built it
+    permutations: int  # sign flips per randomization test
+    bootstrap: int  # paired-bootstrap resamples per interval
+    seed: int
+    alpha: float  # significance level of the Holm-adjusted p-values
+    control: str | None  # the top system, which every other one is tested against
+    submissions_root: str  # the submissions folder, as given: paths are relative to it
+    correction: str = "holm"
+    tie_rule: str = TIE_RULE
+    aggregate: str = AGGREGATE
+
+
+# -- the dataset: its manifest is the only thing read from it ------------------------------
+
+
+@dataclass(frozen=True)
+class DatasetFacts:
+    """What the pages say about the dataset, read from its manifest in one place."""
+
+    name: str
+    revision: str  # "" when the manifest records none
+    question_model: str  # the model that wrote the questions ("" when not recorded)
+    endpoint_kind: str  # how it was reached: "local", an API, ... ("" when not recorded)
+    question_note: str  # the build's note on a local model's questions ("" when none)
+
+    @property
+    def line(self) -> str:
+        """The dataset's name and revision, for the page headers."""
+        return f"{self.name}{f' (revision {self.revision})' if self.revision else ''}"
+
+
+def dataset_facts(manifest: Mapping[str, Any]) -> DatasetFacts:
+    """The manifest's name, revision and question writer (``generation``; older manifests keep
+    the writer's fields flat)."""
+    rev = manifest.get("revision") or manifest.get("version")
+    gen = manifest.get("generation")
+    gen = gen if isinstance(gen, Mapping) else {}
+    note = gen.get("note")
+    return DatasetFacts(
+        name=str(manifest.get("name") or "dataset"),
+        revision=str(rev) if rev else "",
+        question_model=str(gen.get("model") or manifest.get("model") or ""),
+        endpoint_kind=str(gen.get("endpoint_kind") or manifest.get("endpoint_kind") or ""),
+        question_note=note if isinstance(note, str) else "",
+    )
+
+
+def dataset_record(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest as ``leaderboard.json`` records it: everything but the file hashes."""
+    return {k: v for k, v in manifest.items() if k != "files"}
+
+
+# -- one system's row ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
 class Entry:
     rank: int
     system: str
@@ -71,12 +132,16 @@ class Entry:
         """Type, model, parameters, training data, date and link, from ``meta.json``."""
         return SystemCard.from_meta(self.meta)
 
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["card"] = self.card.to_dict()
-        # Values kept for machines, but named: a 3-deep run's R@5 is its R@3.
-        out["beyond_depth"] = [m for m in self.aggregate if self.short(m)]
-        return out
+
+# -- the check against expectations ----------------------------------------------------------
+
+
+class CheckStatus(StrEnum):
+    """One check's outcome; the value is what every report prints."""
+
+    OK = "OK"  # equal
+    WITHIN = "within tolerance"
+    FAIL = "FAIL"  # beyond the tolerance, or the system or measure is missing
 
 
 @dataclass(frozen=True)
@@ -86,38 +151,13 @@ class CheckResult:
     expected: float | None
     actual: float | None
     tolerance: float
-    status: str  # "OK", "within tolerance", "FAIL"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @property
-    def mark(self) -> str:
-        """✓ equal, ≈ within tolerance, ✗ FAIL (see :data:`CHECK_LEGEND`)."""
-        return {"OK": "✓", "within tolerance": "≈"}.get(self.status, "✗")
-
-    def cell(self, short: bool = False) -> str:
-        """The check as one table cell: the value and its mark, the expectation when they differ.
-
-        ``short``: the measure's cut-off lies beyond the system's ranking depth, so the value is
-        shown as :data:`SHORT` (the check itself still compares it).
-        """
-        actual = "–" if self.actual is None else f"{self.actual:.4f}"
-        if short and self.status == "OK":
-            return f"{SHORT} {self.mark}"
-        if self.status == "OK":
-            return f"{actual} {self.mark}"
-        expected = "–" if self.expected is None else f"{self.expected:.4f}"
-        return f"{actual} {self.mark} (expected {expected} ± {self.tolerance:g})"
+    status: CheckStatus
 
 
-CHECK_LEGEND = (
-    "Each cell is the built value (a fraction); ✓ equals the expected value, ≈ lies within its "
-    "tolerance, ✗ lies beyond it or is missing (FAIL). An empty cell was not checked."
-)
+# -- analyses --------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class Breakdown:
     """Rates of one quantity per bucket per system, with the bucket sizes."""
 
@@ -132,24 +172,8 @@ class Breakdown:
     ci_high: dict[str, list[float]] = field(default_factory=dict)
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "title": self.title,
-            "xlabel": self.xlabel,
-            "ylabel": self.ylabel,
-            "buckets": list(self.buckets),
-            "n_queries": list(self.n_queries),
-            "values": {k: list(v) for k, v in self.values.items()},
-        }
-        if self.ci_low:
-            out["ci_low"] = {k: list(v) for k, v in self.ci_low.items()}
-            out["ci_high"] = {k: list(v) for k, v in self.ci_high.items()}
-        if self.note:
-            out["note"] = self.note
-        return out
 
-
-@dataclass
+@dataclass(frozen=True)
 class PairedTest:
     """System ``a`` minus system ``b`` on R@1 in one set of queries: the difference and its test."""
 
@@ -165,9 +189,6 @@ class PairedTest:
     mcnemar_p: float | None = None  # exact McNemar p (R@1 is 0/1)
     floor: str = ""  # how a p at its floor is shown: "< 1e-4"
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
     def p_text(self) -> str:
         """``p = 0.012``, or ``p < 1e-4 (exact McNemar p = 3e-12)`` at the floor."""
         if not self.p_at_floor:
@@ -176,7 +197,7 @@ class PairedTest:
         return f"p {self.floor}{extra}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class PairedAnalysis:
     """``a`` − ``b`` per training-question bucket and on the pre-declared rare-leaf set.
 
@@ -190,25 +211,12 @@ class PairedAnalysis:
     rare_max: int  # rare leaves: at most this many training questions
     buckets: list[PairedTest] = field(default_factory=list)
     rare: PairedTest | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)  # bootstrap, permutations, seed
     skipped: str = ""
 
     @property
     def title(self) -> str:
         return f"{self.measure}: {self.a} − {self.b} by training questions of the gold leaf"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "a": self.a,
-            "b": self.b,
-            "measure": self.measure,
-            "alternative": self.alternative,
-            "rare_max": self.rare_max,
-            "buckets": [t.to_dict() for t in self.buckets],
-            "rare": self.rare.to_dict() if self.rare else None,
-            "settings": dict(self.settings),
-            "skipped": self.skipped,
-        }
 
     def rare_sentence(self) -> str:
         """The rare-leaf test in one sentence (or why it was skipped)."""
@@ -226,7 +234,7 @@ class PairedAnalysis:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class LearningCurve:
     """One trained system's history from its ``meta.json`` (``run_info.notes.training``).
 
@@ -266,15 +274,8 @@ class LearningCurve:
             and (self.epochs, self.dev_r1) == (other.epochs, other.dev_r1)
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.__dict__,
-            "best_dev_r1": self.best_dev_r1,
-            "train_seconds": self.train_seconds,
-        }
 
-
-def curve_groups(curves: dict[str, LearningCurve]) -> list[list[str]]:
+def curve_groups(curves: Mapping[str, LearningCurve]) -> list[list[str]]:
     """The distinct curves: systems that share one training grouped, in ``curves``' order.
 
     dsi and dsi-constrained reuse one adapter; plotting or tabulating them apart would show one
@@ -290,24 +291,43 @@ def curve_groups(curves: dict[str, LearningCurve]) -> list[list[str]]:
     return groups
 
 
-@dataclass
+# -- the whole build ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
 class LeaderboardResult:
     """Everything one leaderboard build produced: ranked entries, tests, analyses, checks."""
 
     out_dir: Path
     split: str
-    dataset: dict[str, Any]
+    dataset: dict[str, Any]  # the manifest as recorded (:func:`dataset_record`)
     entries: list[Entry]
     rejected: list[ValidationReport]
     comparison: ComparisonReport | None
     analyses: dict[str, Breakdown]
     figures: dict[str, Path]
-    settings: dict[str, Any]
+    settings: LeaderboardSettings
     domains: list[str]
     checks: list[CheckResult] | None = None
     paired: PairedAnalysis | None = None
     curves: dict[str, LearningCurve] = field(default_factory=dict)  # system → its training
     colours: dict[str, str] = field(default_factory=dict)  # system → its colour, page-wide
+
+    @property
+    def best(self) -> str | None:
+        """The top system, which every other one is tested against."""
+        return self.entries[0].system if self.entries else None
+
+    @property
+    def n_queries(self) -> int:
+        return self.entries[0].n_queries if self.entries else 0
+
+    @property
+    def facts(self) -> DatasetFacts:
+        return dataset_facts(self.dataset)
+
+    def entry(self, system: str) -> Entry | None:
+        return next((e for e in self.entries if e.system == system), None)
 
     def figure_title(self, key: str) -> str:
         """The title of the figure stored under ``key``."""
@@ -316,241 +336,6 @@ class LeaderboardResult:
         if key == CURVES_KEY:
             return CURVES_TITLE
         return self.paired.title if self.paired is not None else key
-
-    # -- text --
-    def dataset_line(self) -> str:
-        """The dataset's name and revision, for the page headers."""
-        ds = self.dataset
-        name = ds.get("name") or "dataset"
-        rev = ds.get("revision") or ds.get("version")
-        return f"{name}{f' (revision {rev})' if rev else ''}"
-
-    def settings_text(self) -> str:
-        """How the values were computed and tested, in one paragraph."""
-        s = self.settings
-        return (
-            f"Values are macro averages over domains, in %. {MARK} marks a value that differs "
-            f"significantly from the top system ({self.best}): two-sided paired randomization test, "
-            f"{s['permutations']:,} sign flips, seed {s['seed']}, Holm–Bonferroni correction within each "
-            f"measure (overall tests and per-domain tests are separate families), alpha = {s['alpha']}. "
-            "Non-leaf@1: the top answer is a ToC node that is not a leaf; Invalid@1: the top answer "
-            "exists nowhere in the book; Empty: the ranking is empty (no id at all). "
-            f"Tie rule: {s['tie_rule']}."
-        )
-
-    # -- tables --
-    @property
-    def best(self) -> str | None:
-        return self.entries[0].system if self.entries else None
-
-    def _cell(self, entry: Entry, measure: str, value: float, marked: bool) -> str:
-        if entry.short(measure):
-            return SHORT
-        return f"{percent(value)}{MARK}" if marked else percent(value)
-
-    def short_note(self, measures: tuple[str, ...] | list[str]) -> str:
-        """The footnote for :data:`SHORT` cells among ``measures``; empty when there are none."""
-        short = [
-            f"{e.system} ({e.depth} deep: {', '.join(m for m in measures if e.short(m))})"
-            for e in self.entries
-            if any(e.short(m) for m in measures)
-        ]
-        if not short:
-            return ""
-        return (
-            f"{SHORT}: ranking shorter than k, the measure's cut-off; the system returned fewer "
-            f"ids per query than the measure reads, so no value is shown: {'; '.join(short)}."
-        )
-
-    def main_table_rows(self) -> list[list[str]]:
-        rows = []
-        for e in self.entries:
-            rows.append(
-                [
-                    str(e.rank),
-                    e.system,
-                    *(
-                        self._cell(e, m, e.aggregate[m], e.marks.get(m, False))
-                        for m in MAIN_MEASURES
-                    ),
-                    f"{e.aggregate['NonLeaf@1'] * 100:.2f}",
-                    f"{e.aggregate['Invalid@1'] * 100:.2f}",
-                    f"{e.empty * 100:.2f}",
-                    percent(e.micro["R@1"]),
-                    str(e.n_queries),
-                ]
-            )
-        return rows
-
-    MAIN_HEADER = (
-        "#",
-        "System",
-        "R@1",
-        "R@3",
-        "nDCG@3",
-        "Non-leaf@1",
-        "Invalid@1",
-        "Empty",
-        "R@1 micro",
-        "Queries",
-    )
-
-    def main_table(self) -> str:
-        """The main table as markdown (values: macro average over domains, in %)."""
-        lines = [
-            "| " + " | ".join(self.MAIN_HEADER) + " |",
-            "|---:|---|" + "---:|" * (len(self.MAIN_HEADER) - 2),
-        ]
-        for row in self.main_table_rows():
-            row[1] = md_escape(row[1])
-            lines.append("| " + " | ".join(row) + " |")
-        note = self.short_note(MAIN_MEASURES)
-        return "\n".join(lines) + "\n" + (f"\n{md_escape(note)}\n" if note else "")
-
-    def domain_table(self) -> str:
-        """Every domain side by side, one row per system, the macro average last (markdown).
-
-        With one domain the main table is that domain's table: a sentence says so instead.
-        """
-        if len(self.domains) == 1:
-            return f"Every query is in one domain, {md_escape(self.domains[0])}: the main table is its table.\n"
-        scopes = [*self.domains, "Average"]
-        header = [f"{md_escape(d)} {m}" for d in scopes for m in MAIN_MEASURES]
-        lines = [
-            "| # | System | " + " | ".join(header) + " |",
-            "|---:|---|" + "---:|" * len(header),
-        ]
-        for e in self.entries:
-            cells = []
-            for scope in scopes:
-                values = e.aggregate if scope == "Average" else e.per_domain.get(scope)
-                marks = e.marks if scope == "Average" else e.domain_marks.get(scope, {})
-                cells += [
-                    "–" if values is None else self._cell(e, m, values[m], marks.get(m, False))
-                    for m in MAIN_MEASURES
-                ]
-            lines.append(f"| {e.rank} | {md_escape(e.system)} | " + " | ".join(cells) + " |")
-        note = self.short_note(MAIN_MEASURES)
-        return "\n".join(lines) + "\n" + (f"\n{md_escape(note)}\n" if note else "")
-
-    def print_main_table(self, file: IO[str] | None = None) -> None:
-        out = file or sys.stdout
-        header = list(self.MAIN_HEADER)
-        rows = [[term_text(c) for c in r] for r in self.main_table_rows()]
-        widths = [
-            max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-            for i, h in enumerate(header)
-        ]
-        print(
-            f"SearchTome leaderboard, {self.split} split (macro average over domains, %; "
-            f"{MARK} = differs significantly from {term_text(self.best)})",
-            file=out,
-        )
-        print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)), file=out)
-        for r in rows:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)), file=out)
-
-    # -- checks --
-    @property
-    def check_ok(self) -> bool:
-        return self.checks is None or all(c.status != "FAIL" for c in self.checks)
-
-    def check_table(self) -> str:
-        if self.checks is None:
-            return ""
-        lines = ["system  measure  expected  actual  diff  tolerance  status"]
-        for c in self.checks:
-            exp = "–" if c.expected is None else f"{c.expected:.4f}"
-            act = "–" if c.actual is None else f"{c.actual:.4f}"
-            diff = (
-                "–" if c.expected is None or c.actual is None else f"{c.actual - c.expected:+.4f}"
-            )
-            lines.append(
-                f"{term_text(c.system)}  {c.measure}  {exp}  {act}  {diff}  {c.tolerance:g}  {c.status}"
-            )
-        lines.append(self.check_summary())
-        return "\n".join(lines)
-
-    def check_grid(self) -> tuple[list[str], list[tuple[str, list[CheckResult | None]]]]:
-        """The checks as a system × measure grid: (measures, [(system, result or None per measure)])."""
-        cells: dict[str, dict[str, CheckResult]] = {}
-        for c in self.checks or []:
-            cells.setdefault(c.system, {})[c.measure] = c
-        seen = {c.measure for c in self.checks or []}
-        # The scorer's order (R@1 … RR@10, then the structure rates), then any other measure.
-        known = [m for m in (*DEFAULT_MEASURES, *STRUCTURE_MEASURES) if m in seen]
-        measures = known + sorted(seen - set(known))
-        return measures, [(s, [cells[s].get(m) for m in measures]) for s in cells]
-
-    def check_short(self, check: CheckResult) -> bool:
-        """Whether a check's measure lies beyond its system's ranking depth."""
-        entry = next((e for e in self.entries if e.system == check.system), None)
-        return entry is not None and entry.short(check.measure)
-
-    def check_summary(self) -> str:
-        """``check: OK (0 of 63 failed)``: the last line of every check report."""
-        checks = self.checks or []
-        n_fail = sum(c.status == "FAIL" for c in checks)
-        return f"check: {'FAIL' if n_fail else 'OK'} ({n_fail} of {len(checks)} failed)"
-
-    def expected(self, tolerance: float = 0.005) -> dict[str, Any]:
-        return {
-            "tolerance": tolerance,
-            "split": self.split,
-            "systems": {
-                e.system: {m: e.aggregate[m] for m in (*DEFAULT_MEASURES, *STRUCTURE_MEASURES)}
-                for e in self.entries
-            },
-        }
-
-    def write_expected(self, path: PathLike, tolerance: float = 0.005) -> Path:
-        return write_json(path, self.expected(tolerance))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "dataset": self.dataset,
-            "split": self.split,
-            "settings": self.settings,
-            "domains": self.domains,
-            "systems": [e.to_dict() for e in self.entries],
-            "comparison": self.comparison.to_dict() if self.comparison else None,
-            "analyses": {
-                **{k: b.to_dict() for k, b in self.analyses.items()},
-                **({PAIRED_KEY: self.paired.to_dict()} if self.paired is not None else {}),
-            },
-            "figures": {k: f"figures/{p.name}" for k, p in self.figures.items()},
-            CURVES_KEY: self.curves_dict(),
-            "colours": dict(self.colours),
-            "rejected": [
-                _rejected_dict(r, self.settings["submissions_root"]) for r in self.rejected
-            ],
-        }
-
-    def curves_dict(self) -> dict[str, Any]:
-        """Each curve as data, with the system whose training it shares (``None``: its own)."""
-        out = {}
-        for group in curve_groups(self.curves):
-            for system in group:
-                shared = group[0] if system != group[0] else None
-                out[system] = {**self.curves[system].to_dict(), "same_adapter_as": shared}
-        return out
-
-    def to_json(self) -> str:
-        """``leaderboard.json``: :meth:`to_dict`, with the checks when there were any."""
-        data = self.to_dict()
-        if self.checks is not None:
-            data["checks"] = [c.to_dict() for c in self.checks]
-        return dumps(finite(data))
-
-
-def _rejected_dict(report: ValidationReport, root: str) -> dict[str, Any]:
-    return {
-        "path": relative(report.path, root),
-        "system": report.system,
-        "errors": [str(p).replace(str(Path(root)) + "/", "") for p in report.errors],
-        "n_errors": report.error_count,  # every error, not only the kept ones
-    }
 
 
 def relative(path: PathLike, root: str) -> str:

@@ -25,13 +25,18 @@ sizes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal
 
 import numpy as np
-from searchtome.leaderboard.comparison import OVERALL, ComparisonReport, PairTest
+from searchtome.leaderboard.comparison import (
+    OVERALL,
+    ComparisonReport,
+    ComparisonSettings,
+    PairTest,
+)
 
 from searchtome.errors import SearchTomeError, unknown_name
 
@@ -45,6 +50,7 @@ PAIR_CHUNK = 256
 # agree unless a bound lies within ~1e-16 of a rounding boundary (then it differs by 1e-6).
 CI_DECIMALS = 6
 Correction = Literal["holm", "bh", "none"]
+Family = Literal["measure", "all"]
 
 
 # -- exact tests beside the randomization test -------------------------------------------------
@@ -424,18 +430,22 @@ def _score_matrix(
     return X, col
 
 
+def _family_of(family: Family, scope: str, measure: str) -> str:
+    """The family a test is corrected in: all tests, or its measure at its level."""
+    if family == "all":
+        return "all"
+    return f"{measure}/{'overall' if scope == OVERALL else 'per-domain'}"
+
+
 def _pair_tests(
     engine: Engine,
     scope_rows: Mapping[str, np.ndarray],
     pair_keys: list[tuple[str, str, str]],
-    family_of: Callable[[str, str], str],
-    correction: Correction,
-    alpha: float,
-    ci_level: float,
+    o: CompareOptions,
 ) -> tuple[list[PairTest], dict[str, list[int]]]:
     """One test per scope and pair, p-values adjusted within each family."""
     pvals, _ = engine.pvalues()
-    low, high = engine.intervals(ci_level)
+    low, high = engine.intervals(o.ci_level)
     obs = engine.observed()
     exact = engine.exact()
     records: list[dict[str, Any]] = []
@@ -456,7 +466,7 @@ def _pair_tests(
                     "ci_low": float(low[si, pi]),
                     "ci_high": float(high[si, pi]),
                     "p": p,
-                    "family": family_of(scope, m),
+                    "family": _family_of(o.family, scope, m),
                     "p_at_floor": at_floor(p, engine.permutations, exact),
                     "mcnemar_p": mcnemar(engine.X[rows, ia], engine.X[rows, ib]),
                 }
@@ -465,11 +475,24 @@ def _pair_tests(
     for i, r in enumerate(records):
         by_family.setdefault(r["family"], []).append(i)
     for idx in by_family.values():
-        adjusted = adjust([records[i]["p"] for i in idx], correction)
+        adjusted = adjust([records[i]["p"] for i in idx], o.correction)
         for i, value in zip(idx, adjusted, strict=True):
             records[i]["p_adjusted"] = float(value)
-            records[i]["significant"] = bool(value < alpha)
+            records[i]["significant"] = bool(value < o.alpha)
     return [PairTest(**r) for r in records], by_family
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """How :func:`compare` tests: the sign flips, the intervals and the correction."""
+
+    permutations: int = 10_000  # random sign vectors per test (all of them when 2**n is fewer)
+    bootstrap: int = 2_000  # paired-bootstrap resamples per interval (0: no intervals)
+    seed: int = 0
+    correction: Correction = "holm"
+    alpha: float = 0.05  # significance level of the adjusted p-values
+    family: Family = "measure"  # the tests corrected together
+    ci_level: float = 0.95
 
 
 def compare(
@@ -478,27 +501,20 @@ def compare(
     measures: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
     control: str | None = None,
-    permutations: int = 10_000,
-    bootstrap: int = 2_000,
-    seed: int = 0,
-    correction: Correction = "holm",
-    alpha: float = 0.05,
-    family: Literal["measure", "all"] = "measure",
-    ci_level: float = 0.95,
+    options: CompareOptions | None = None,
 ) -> ComparisonReport:
     """Test every pair of systems (or each against ``control``) on every measure and scope.
 
     ``per_query[system][measure]`` are per-query values, all in the same query order;
     ``groups`` gives each query's domain (``None``: no per-domain tests, plain mean overall).
     """
+    o = options or CompareOptions()
     systems = list(per_query)
     if len(systems) < 2:
         raise SearchTomeError("comparison needs at least two systems")
-    if permutations < 1:
+    if o.permutations < 1:
         raise SearchTomeError("--permutations must be at least 1")
-    if measures is None:
-        measures = list(next(iter(per_query.values())))
-    measures = list(measures)
+    measures = list(next(iter(per_query.values())) if measures is None else measures)
     if control is not None and control not in systems:
         raise unknown_name("control system", control, systems)
     X, col = _score_matrix(per_query, systems, measures)
@@ -508,51 +524,54 @@ def compare(
         system_pairs = list(combinations(systems, 2))
     pair_keys = [(a, b, m) for m in measures for a, b in system_pairs]
     pairs = [(col[a, m], col[b, m]) for a, b, m in pair_keys]
-    engine = Engine(X, groups, pairs, permutations, bootstrap, seed)
-
-    def family_of(scope: str, measure: str) -> str:
-        if family == "all":
-            return "all"
-        return f"{measure}/{'overall' if scope == OVERALL else 'per-domain'}"
-
+    engine = Engine(X, groups, pairs, o.permutations, o.bootstrap, o.seed)
     labels = None if groups is None else np.asarray([str(g) for g in groups])
     scope_rows = {
         scope: np.arange(X.shape[0]) if labels is None or scope == OVERALL else labels == scope
         for scope in engine.scopes
     }
-    tests, by_family = _pair_tests(
-        engine, scope_rows, pair_keys, family_of, correction, alpha, ci_level
-    )
+    tests, by_family = _pair_tests(engine, scope_rows, pair_keys, o)
     obs = engine.observed()
-    n_queries = {OVERALL: X.shape[0]}
-    if engine.layout.macro:
-        for name, (lo, hi) in zip(engine.layout.names, engine.layout.bounds, strict=True):
-            n_queries[name] = hi - lo
     means = {
         scope: {s: {m: float(obs[si, col[s, m]]) for m in measures} for s in systems}
         for si, scope in enumerate(engine.scopes)
     }
+    settings = _report_settings(o, engine, by_family, control)
+    return ComparisonReport(
+        systems, measures, engine.scopes, means, _scope_sizes(engine), tests, settings
+    )
+
+
+def _scope_sizes(engine: Engine) -> dict[str, int]:
+    """Queries per scope: all of them overall, each domain's own."""
+    n_queries = {OVERALL: engine.X.shape[0]}
+    if engine.layout.macro:
+        for name, (lo, hi) in zip(engine.layout.names, engine.layout.bounds, strict=True):
+            n_queries[name] = hi - lo
+    return n_queries
+
+
+def _report_settings(
+    o: CompareOptions, engine: Engine, by_family: Mapping[str, list[int]], control: str | None
+) -> ComparisonSettings:
     exact = engine.exact()
-    settings = {
-        "permutations": permutations,
-        "sign_vectors": (1 << X.shape[0]) if exact else permutations,
-        "exact": exact,
-        "bootstrap": bootstrap,
-        "ci_level": ci_level,
-        "seed": seed,
-        "correction": correction,
-        "correction_name": _CORRECTION_NAMES[correction],
-        "alpha": alpha,
-        "family": family,
-        "family_description": _FAMILY_TEXT[family],
-        "families": {k: len(v) for k, v in by_family.items()},
-        "statistic": "macro mean over domains (overall), mean within a domain"
-        if groups is not None
+    return ComparisonSettings(
+        permutations=o.permutations,
+        sign_vectors=(1 << engine.X.shape[0]) if exact else o.permutations,
+        exact=exact,
+        bootstrap=o.bootstrap,
+        ci_level=o.ci_level,
+        seed=o.seed,
+        correction=o.correction,
+        correction_name=_CORRECTION_NAMES[o.correction],
+        alpha=o.alpha,
+        family=o.family,
+        family_description=_FAMILY_TEXT[o.family],
+        families={k: len(v) for k, v in by_family.items()},
+        statistic="macro mean over domains (overall), mean within a domain"
+        if engine.layout.macro
         else "mean over queries",
-        "control": control,
-        "pvalue": "exact: c / 2**n" if exact else "(c + 1) / (B + 1)",
-        "p_floor": None if exact else 1.0 / (permutations + 1),
-        "mcnemar": "exact McNemar p (binomial test on the discordant queries, pooled over the "
-        "scope's queries) for 0/1 measures such as R@k",
-    }
-    return ComparisonReport(systems, measures, engine.scopes, means, n_queries, tests, settings)
+        control=control,
+        pvalue="exact: c / 2**n" if exact else "(c + 1) / (B + 1)",
+        p_floor=None if exact else 1.0 / (o.permutations + 1),
+    )

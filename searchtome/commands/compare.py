@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _compare(args: argparse.Namespace) -> int:
     from searchtome.errors import SearchTomeError
     from searchtome.leaderboard.scoring import score_runs
-    from searchtome.leaderboard.significance import compare
+    from searchtome.leaderboard.significance import CompareOptions, compare
 
     data, qrels, subs = load_inputs(args)
     if len(subs) < 2:
@@ -89,12 +89,14 @@ def _compare(args: argparse.Namespace) -> int:
         measures=board.measures,
         groups=board.groups(),
         control=args.control,
-        permutations=args.permutations,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        correction=args.correction,
-        alpha=args.alpha,
-        family=args.family,
+        options=CompareOptions(
+            permutations=args.permutations,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            correction=args.correction,
+            alpha=args.alpha,
+            family=args.family,
+        ),
     )
     print(report.render(args.format), end="" if args.format == "json" else "\n")
     return 0

@@ -166,13 +166,13 @@ def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) 
         _say(f"  ({i}/{len(profile.baselines)}) {name}: {times[name]:.0f} s")
 
     _say(f"[4/4] scoring and rendering the leaderboard → {out / 'leaderboard'}")
-    from searchtome.leaderboard import build_leaderboard
+    from searchtome.leaderboard import build_leaderboard, print_main_table
 
     t = time.monotonic()
     result = build_leaderboard(dataset, out / "submissions", out / "leaderboard")
     times["leaderboard"] = time.monotonic() - t
     print()
-    result.print_main_table()
+    print_main_table(result)
     from searchtome.leaderboard.costs import cost_text
 
     print("\nCost per baseline (training and prediction apart; peaks are each run's own):")

@@ -51,7 +51,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from searchtome.leaderboard.build import build_leaderboard
+    from searchtome.leaderboard.build import LeaderboardOptions, build_leaderboard
+    from searchtome.leaderboard.checks import check_table, passed
+    from searchtome.leaderboard.expectations import Expectations, write_expectations
+    from searchtome.leaderboard.terminal import print_main_table
+    from searchtome.leaderboard.text import term_text
 
     data = args.data
     if args.qrels:
@@ -59,31 +63,26 @@ def _leaderboard(args: argparse.Namespace) -> int:
         from searchtome.dataset.loader import load
 
         data = with_private(load(args.data), args.qrels)
-    result = build_leaderboard(
-        data,
-        args.submissions,
-        args.out,
+    options = LeaderboardOptions(
         split=args.split,
         permutations=args.permutations,
         bootstrap=args.bootstrap,
         seed=args.seed,
         alpha=args.alpha,
-        check=args.check,
         pair=None if args.no_pair else (args.pair[0], args.pair[1]),
     )
-    from searchtome.leaderboard.text import term_text
-
-    result.print_main_table()
+    result = build_leaderboard(data, args.submissions, args.out, options, check=args.check)
+    print_main_table(result)
     for report in result.rejected:  # folder names and reasons are a submitter's text
         print(f"rejected: {term_text(report.path)}")
         for line in report.lines(10):
             print(f"  {term_text(line)}")
     print(f"wrote {result.out_dir}/leaderboard.md, leaderboard.json, index.html")
     if args.write_expected:
-        result.write_expected(args.write_expected, tolerance=args.tolerance)
+        write_expectations(args.write_expected, Expectations.of(result, args.tolerance))
         print(f"wrote expectations to {args.write_expected}")
     if result.checks is not None:
-        print(result.check_table())
-        if not result.check_ok:
+        print(check_table(result.checks))
+        if not passed(result.checks):
             return 1
     return 1 if result.rejected else 0

@@ -23,7 +23,7 @@ from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.comparison import OVERALL
 from searchtome.leaderboard.results import MAIN_MEASURES
 from searchtome.leaderboard.scoring import QueryTable, Scoreboard, SystemScores
-from searchtome.leaderboard.significance import compare
+from searchtome.leaderboard.significance import CompareOptions, compare
 from searchtome.service.checks import STORED_MEASURES, unpack_scores
 from searchtome.service.home import ServerSettings, private_queries
 
@@ -117,8 +117,9 @@ def _rows(board: Scoreboard, ranked: list[Run], settings: ServerSettings) -> lis
             measures=list(MAIN_MEASURES),
             groups=board.groups(),
             control=ranked[0].key,
-            permutations=settings.permutations,
-            bootstrap=settings.bootstrap,
+            options=CompareOptions(
+                permutations=settings.permutations, bootstrap=settings.bootstrap
+            ),
         )
         tests = {(t.b, t.measure): t for t in report.tests if t.scope == OVERALL}
     rows = []
