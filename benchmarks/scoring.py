@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from searchtome.leaderboard.significance import compare
+from searchtome.leaderboard.significance import CompareOptions, compare
 
 from searchtome.metrics import DEFAULT_MEASURES, Qrels, evaluate_arrays
 from searchtome.records import Run
@@ -81,9 +81,7 @@ def ours(qrels: dict, runs: list[Run], permutations: int, bootstrap: int, groups
         {name: {m: v[m] for m in TESTED} for name, v in per_query.items()},
         measures=list(TESTED),
         groups=groups,
-        permutations=permutations,
-        bootstrap=bootstrap,
-        seed=seed,
+        options=CompareOptions(permutations=permutations, bootstrap=bootstrap, seed=seed),
     )
     done = time.perf_counter()
     return report, scored - start, done - scored
@@ -232,7 +230,7 @@ def scale_submissions(data: Path, out: Path, n_systems: int, depth: int, seed: i
 def _timed_stages(data: Path, subs: Path, args: argparse.Namespace) -> list[Stage]:
     """``build_leaderboard`` first, in a fresh process (its peak is its own), then its parts
     one by one, with every pair tested instead of each system against the top one."""
-    from searchtome.leaderboard import build_leaderboard
+    from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
     from searchtome.leaderboard.scoring import score_runs
     from searchtome.submissions.validate import validate_submission
 
@@ -240,10 +238,7 @@ def _timed_stages(data: Path, subs: Path, args: argparse.Namespace) -> list[Stag
 
     rows: list[Stage] = []
     with stage("build_leaderboard: validate, score, vs top, render", rows):
-        build_leaderboard(
-            data, subs, subs.parent / "board", permutations=args.permutations,
-            bootstrap=args.bootstrap, seed=args.seed,
-        )  # fmt: skip
+        build_leaderboard(data, subs, subs.parent / "board", LeaderboardOptions(permutations=args.permutations, bootstrap=args.bootstrap, seed=args.seed))  # fmt: skip
     with stage("load the dataset", rows):
         ds = load(data)
     with stage("validate and read the submissions", rows):
@@ -258,9 +253,9 @@ def _timed_stages(data: Path, subs: Path, args: argparse.Namespace) -> list[Stag
             board.per_query_arrays(list(TESTED)),
             measures=list(TESTED),
             groups=board.groups(),
-            permutations=args.permutations,
-            bootstrap=args.bootstrap,
-            seed=args.seed,
+            options=CompareOptions(
+                permutations=args.permutations, bootstrap=args.bootstrap, seed=args.seed
+            ),
         )
     raw = sum(t.p < 0.05 for t in report.tests if t.scope == "overall")
     print(

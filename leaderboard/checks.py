@@ -10,11 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from searchtome.leaderboard.expectations import Expectations
-from searchtome.leaderboard.results import SHORT, CheckResult, CheckStatus, Entry
+from searchtome.leaderboard.results import SHORT, CheckResult, CheckStatus, Entry, scorer_order
 from searchtome.leaderboard.text import term_text
-
-from searchtome.metrics.defaults import DEFAULT_MEASURES
-from searchtome.metrics.structure import STRUCTURE_MEASURES
 
 EXACT = 1e-9  # "equal": float noise between machines is not a difference
 MARKS = {CheckStatus.OK: "✓", CheckStatus.WITHIN: "≈", CheckStatus.FAIL: "✗"}
@@ -93,10 +90,7 @@ def grid(checks: Sequence[CheckResult]) -> tuple[list[str], Grid]:
     cells: dict[str, dict[str, CheckResult]] = {}
     for c in checks:
         cells.setdefault(c.system, {})[c.measure] = c
-    seen = {c.measure for c in checks}
-    # The scorer's order (R@1 … RR@10, then the structure rates), then any other measure.
-    known = [m for m in (*DEFAULT_MEASURES, *STRUCTURE_MEASURES) if m in seen]
-    measures = known + sorted(seen - set(known))
+    measures = scorer_order(c.measure for c in checks)
     return measures, [(s, [cells[s].get(m) for m in measures]) for s in cells]
 
 

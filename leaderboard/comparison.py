@@ -72,8 +72,8 @@ class ComparisonSettings:
     statistic: str
     control: str | None
     pvalue: str  # the p-value's formula
-    p_floor: float | None  # the smallest p the sign flips can give; None when exact
-    mcnemar: str = MCNEMAR_TEXT
+    p_floor: float | None = None  # the smallest p the sign flips can give; None when exact
+    mcnemar: str = ""  # what the McNemar p beside each test is ("": none, older reports)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from searchtome.leaderboard.results import (
     PairedTest,
     curve_groups,
     relative,
+    scorer_order,
 )
 from searchtome.leaderboard.text import finite
 from searchtome.submissions.validate import ValidationReport
@@ -249,6 +250,13 @@ def upgrade(raw: Mapping[str, Any], where: str = FILE) -> dict[str, Any]:
     version_of(raw, where)
     out = {**TOP_DEFAULTS, **raw, "format": FORMAT}
     out["systems"] = [{**ENTRY_DEFAULTS, **s} for s in raw.get("systems", [])]
+    comparison = raw.get("comparison")
+    if isinstance(comparison, Mapping) and isinstance(comparison.get("settings"), Mapping):
+        settings = comparison["settings"]
+        if "p_floor" not in settings and isinstance(settings.get("permutations"), int):
+            # Older reports did not record it; their p-values follow the same (c + 1) / (B + 1).
+            floor = None if settings.get("exact") else 1.0 / (settings["permutations"] + 1)
+            out["comparison"] = {**comparison, "settings": {**settings, "p_floor": floor}}
     return out
 
 
@@ -275,17 +283,18 @@ def _decode(data: dict[str, Any]) -> LeaderboardDocument:
     analyses = dict(data["analyses"])
     paired = analyses.pop(PAIRED_KEY, None)
     checks = data.get("checks")
+    systems = [_read_entry(s) for s in data["systems"]]
     return LeaderboardDocument(
         dataset=data["dataset"],
         split=data["split"],
         settings=LeaderboardSettings(**data["settings"]),
         domains=list(data["domains"]),
-        systems=[_known(Entry, s) for s in data["systems"]],
+        systems=systems,
         comparison=ComparisonReport.from_dict(data["comparison"]) if data["comparison"] else None,
         analyses={k: _read_breakdown(b) for k, b in analyses.items()},
         paired=_read_paired(paired) if paired is not None else None,
         figures=dict(data["figures"]),
-        curves={s: _known(LearningCurve, c) for s, c in data[CURVES_KEY].items()},
+        curves=_read_curves(data[CURVES_KEY], [e.system for e in systems]),
         colours=dict(data["colours"]),
         rejected=[RejectedSubmission(**r) for r in data["rejected"]],
         checks=None if checks is None else [_read_check(c) for c in checks],
@@ -298,6 +307,30 @@ def _known(cls: Any, raw: Mapping[str, Any]) -> Any:
     curve's best dev R@1) are recomputed from these, so they are left out."""
     names = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in raw.items() if k in names})
+
+
+def _in_order(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {m: values[m] for m in scorer_order(values)}
+
+
+def _read_entry(raw: Mapping[str, Any]) -> Entry:
+    """An entry with its measures in the scorer's order, as the build made it (the file's keys
+    are sorted): what is derived from that order, ``beyond_depth``, comes out the same."""
+    e = _known(Entry, raw)
+    return replace(
+        e,
+        aggregate=_in_order(e.aggregate),
+        micro=_in_order(e.micro),
+        per_domain={d: _in_order(v) for d, v in e.per_domain.items()},
+        per_book={b: _in_order(v) for b, v in e.per_book.items()},
+    )
+
+
+def _read_curves(raw: Mapping[str, Any], ranked: list[str]) -> dict[str, LearningCurve]:
+    """The curves in rank order, as the build made them: which system of a shared training
+    comes first (the others point to it) follows that order, not the file's sorted keys."""
+    order = [s for s in ranked if s in raw] + sorted(set(raw) - set(ranked))
+    return {s: _known(LearningCurve, raw[s]) for s in order}
 
 
 def _nan(values: list[Any]) -> list[float]:

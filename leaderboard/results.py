@@ -9,7 +9,7 @@ them prints. ``build`` fills these types.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -22,6 +22,8 @@ from searchtome.leaderboard.text import fmt_p
 from searchtome.submissions.validate import ValidationReport
 
 from searchtome.io import PathLike
+from searchtome.metrics.defaults import DEFAULT_MEASURES
+from searchtome.metrics.structure import STRUCTURE_MEASURES
 from searchtome.metrics.ties import TIE_RULE
 
 MAIN_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")  # the main table's columns and tests
@@ -59,6 +61,14 @@ class LeaderboardSettings:
     correction: str = "holm"
     tie_rule: str = TIE_RULE
     aggregate: str = AGGREGATE
+
+
+def scorer_order(measures: Iterable[str]) -> list[str]:
+    """``measures`` in the scorer's order (R@1 … RR@10, then the structure rates), then any
+    other measure by name."""
+    seen = set(measures)
+    known = [m for m in (*DEFAULT_MEASURES, *STRUCTURE_MEASURES) if m in seen]
+    return known + sorted(seen - set(known))
 
 
 # -- the dataset: its manifest is the only thing read from it ------------------------------

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 from searchtome.leaderboard.comparison import (
+    MCNEMAR_TEXT,
     OVERALL,
     ComparisonReport,
     ComparisonSettings,
@@ -574,4 +575,5 @@ def _report_settings(
         control=control,
         pvalue="exact: c / 2**n" if exact else "(c + 1) / (B + 1)",
         p_floor=None if exact else 1.0 / (o.permutations + 1),
+        mcnemar=MCNEMAR_TEXT,
     )

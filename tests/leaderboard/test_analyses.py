@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from searchtome.leaderboard import build_leaderboard
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.analyses import (
     Resampling,
     analyses,
@@ -140,7 +140,9 @@ def test_leaderboard_json_carries_the_paired_test(tmp_path: Path, tiny_dataset: 
             date_="2025-01-31",
         )
         write_submission(root / name, Run(name, rankings), meta)
-    result = build_leaderboard(ds, root, tmp_path / "out", permutations=500, bootstrap=100)
+    result = build_leaderboard(
+        ds, root, tmp_path / "out", LeaderboardOptions(permutations=500, bootstrap=100)
+    )
     data = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
     paired = data["analyses"]["paired_by_training_questions"]
     assert paired["a"] == "stair" and paired["alternative"] == "two-sided"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from searchtome.leaderboard import build_leaderboard
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.results import LeaderboardResult
 from searchtome.leaderboard.systems import SystemCard, palette
 from searchtome.submissions import make_meta, write_submission
@@ -48,7 +48,9 @@ def board(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> Leade
     bad = make_meta("typo", description="d", command="c", dataset_revision="tiny",
                     run_info={"system_type": "neural"})  # fmt: skip
     write_submission(root / "typo", oracle, bad)
-    return build_leaderboard(ds, root, tmp_path_factory.mktemp("lb"), permutations=50, bootstrap=0)
+    return build_leaderboard(
+        ds, root, tmp_path_factory.mktemp("lb"), LeaderboardOptions(permutations=50, bootstrap=0)
+    )
 
 
 def test_main_table_says_what_each_system_is(board: LeaderboardResult) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from searchtome.leaderboard import build_leaderboard
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.curves import curve_from_meta, curve_grid, learning_curves
 from searchtome.leaderboard.results import Entry, LeaderboardResult, curve_groups
 from searchtome.submissions import make_meta, write_submission
@@ -183,7 +183,9 @@ def boards(
     site = tmp_path_factory.mktemp("curves")
     root = write_board(site / "subs", ds, NOTES)
     return tuple(  # type: ignore[return-value]
-        build_leaderboard(ds, root, site / name, permutations=200, bootstrap=200)
+        build_leaderboard(
+            ds, root, site / name, LeaderboardOptions(permutations=200, bootstrap=200)
+        )
         for name in ("lb1", "lb2")
     )
 
@@ -264,7 +266,9 @@ def test_html_shows_the_figure_and_the_table(boards) -> None:
 
 def test_no_history_no_figure_no_section(tmp_path: Path, ds: Dataset) -> None:
     root = write_board(tmp_path / "subs", ds, {"bm25": None, "dpr": {"encoder": "e5"}})
-    board = build_leaderboard(ds, root, tmp_path / "lb", permutations=100, bootstrap=0)
+    board = build_leaderboard(
+        ds, root, tmp_path / "lb", LeaderboardOptions(permutations=100, bootstrap=0)
+    )
     assert board.curves == {} and "learning_curves" not in board.figures
     assert not (tmp_path / "lb" / "figures" / "learning_curves.png").exists()
     assert "Learning curves" not in (tmp_path / "lb" / "leaderboard.md").read_text()
@@ -275,7 +279,9 @@ def test_no_history_no_figure_no_section(tmp_path: Path, ds: Dataset) -> None:
 def test_a_malformed_history_rejects_its_submission(tmp_path: Path, ds: Dataset) -> None:
     bad = training([{"epoch": 1}, {"seconds": 3.0}], 1)
     root = write_board(tmp_path / "subs", ds, {"bm25": None, "stair": bad})
-    result = build_leaderboard(ds, root, tmp_path / "lb", permutations=100, bootstrap=0)
+    result = build_leaderboard(
+        ds, root, tmp_path / "lb", LeaderboardOptions(permutations=100, bootstrap=0)
+    )
     assert [e.system for e in result.entries] == ["bm25"]
     assert [str(p) for p in result.rejected[0].errors] == [
         f"{root / 'stair' / 'meta.json'}: run_info: run_info.notes.training.history[1].epoch "

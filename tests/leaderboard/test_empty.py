@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from searchtome.leaderboard import build_leaderboard
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
+from searchtome.leaderboard.markdown import main_table
+from searchtome.leaderboard.terminal import print_main_table
 from searchtome.submissions import make_meta, write_submission
 
 from searchtome.cli import main
@@ -27,10 +29,12 @@ def test_empty_rate_in_every_output(tmp_path: Path, tiny_dataset: Path, capsys) 
     for name, run in (("oracle", oracle), ("shy", Run("shy", rankings))):
         meta = make_meta(name, description="d", command="c", dataset_revision="tiny")
         write_submission(root / name, run, meta)
-    result = build_leaderboard(ds, root, tmp_path / "lb", permutations=50, bootstrap=0)
+    result = build_leaderboard(
+        ds, root, tmp_path / "lb", LeaderboardOptions(permutations=50, bootstrap=0)
+    )
     shy = next(e for e in result.entries if e.system == "shy")
     assert (shy.n_empty, shy.empty) == (len(law), 0.5)
-    row = next(r for r in result.main_table().splitlines() if "| shy |" in r)
+    row = next(r for r in main_table(result).splitlines() if "| shy |" in r)
     assert row.split(" | ")[5:8] == ["0.00", "0.00", "50.00"]  # Non-leaf, Invalid, Empty
     cells = _rows((tmp_path / "lb" / "index.html").read_text(), "main-table")[1]
     assert cells[8] == (
@@ -38,7 +42,7 @@ def test_empty_rate_in_every_output(tmp_path: Path, tiny_dataset: Path, capsys) 
         "50.00",
     )
     out = io.StringIO()
-    result.print_main_table(out)
+    print_main_table(result, out)
     assert "Empty" in out.getvalue().splitlines()[1]
     assert main(["score", str(root / "shy"), "--data", str(tiny_dataset)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("shy"))

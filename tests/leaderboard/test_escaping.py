@@ -9,8 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
-from searchtome.leaderboard import build_leaderboard
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.results import LeaderboardResult
+from searchtome.leaderboard.terminal import print_main_table
 from searchtome.leaderboard.text import latex_escape, md_code, md_escape, term_text
 from searchtome.submissions import make_meta, write_submission
 
@@ -47,7 +48,7 @@ def board(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path) -> Leade
         (root / name).mkdir()
         (root / name / "meta.json").write_text("{}")
     return build_leaderboard(
-        ds, root, tmp_path_factory.mktemp("lb"), permutations=100, bootstrap=50
+        ds, root, tmp_path_factory.mktemp("lb"), LeaderboardOptions(permutations=100, bootstrap=50)
     )
 
 
@@ -84,7 +85,7 @@ def test_html_json_and_terminal(board: LeaderboardResult) -> None:
     data = json.loads((board.out_dir / "leaderboard.json").read_text())
     assert {s["system"] for s in data["systems"]} == set(EVIL.values())  # data, unchanged
     out = io.StringIO()
-    board.print_main_table(out)
+    print_main_table(board, out)
     text = out.getvalue()
     assert "\x1b" not in text and "\r" not in text and "\\x1b[31mred" in text
     assert len(text.splitlines()) == 2 + 3

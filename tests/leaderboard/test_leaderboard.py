@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytrec_eval
-from searchtome.leaderboard import build_leaderboard, score_runs
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard, score_runs
 from searchtome.submissions import make_meta, write_submission, write_trec
 
 from searchtome.cli import main
@@ -231,7 +231,9 @@ def test_leaderboard_build_rejects_and_is_deterministic(tmp_path: Path, ds: Data
     (broken / "predictions.jsonl").write_text('{"query_id": "x"}\n')
     (broken / "meta.json").write_text("{}")
     (root / "_notes").mkdir()  # ignored: not a submission
-    first = build_leaderboard(ds, root, tmp_path / "lb1", permutations=999, bootstrap=200)
+    first = build_leaderboard(
+        ds, root, tmp_path / "lb1", LeaderboardOptions(permutations=999, bootstrap=200)
+    )
     assert [e.system for e in first.entries] == ["oracle", "law-only", "guesser"]
     assert [e.rank for e in first.entries] == [1, 2, 3]
     assert [Path(r.path).name for r in first.rejected] == ["broken"]
@@ -273,7 +275,9 @@ def test_leaderboard_build_rejects_and_is_deterministic(tmp_path: Path, ds: Data
     assert data["systems"][1]["beyond_depth"] == ["R@3", "R@5", "nDCG@3", "RR@10"]
     assert data["systems"][2]["beyond_depth"] == ["R@5", "RR@10"]
     assert "figures/r1_by_training_questions.png" in md
-    second = build_leaderboard(ds, root, tmp_path / "lb2", permutations=999, bootstrap=200)
+    second = build_leaderboard(
+        ds, root, tmp_path / "lb2", LeaderboardOptions(permutations=999, bootstrap=200)
+    )
     assert second.entries[1].aggregate == first.entries[1].aggregate
     for name in ("leaderboard.json", "leaderboard.md", "index.html", "figures/r1_by_depth.png"):
         assert (out / name).read_bytes() == (tmp_path / "lb2" / name).read_bytes(), name

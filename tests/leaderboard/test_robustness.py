@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from searchtome.leaderboard import build_leaderboard
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.results import LeaderboardResult
 from searchtome.submissions import make_meta, write_submission
 
@@ -89,7 +89,9 @@ def built(
     root = write_systems(tmp_path_factory.mktemp("subs"), ds)
     reasons = _hostile(root, ds)
     out = tmp_path_factory.mktemp("lb")
-    return build_leaderboard(ds, root, out, permutations=200, bootstrap=100), reasons
+    return build_leaderboard(
+        ds, root, out, LeaderboardOptions(permutations=200, bootstrap=100)
+    ), reasons
 
 
 def test_every_bad_submission_is_rejected_with_its_reason(built) -> None:
@@ -140,7 +142,9 @@ def test_a_board_where_every_submission_is_rejected_still_renders(
     root = tmp_path / "subs"
     (root / "meta-only").mkdir(parents=True)
     (root / "meta-only" / "meta.json").write_text(json.dumps(_meta("meta-only")))
-    result = build_leaderboard(ds, root, tmp_path / "lb", permutations=100, bootstrap=0)
+    result = build_leaderboard(
+        ds, root, tmp_path / "lb", LeaderboardOptions(permutations=100, bootstrap=0)
+    )
     assert result.entries == [] and len(result.rejected) == 1
     assert "Rejected submissions" in (tmp_path / "lb" / "leaderboard.md").read_text()
 
@@ -151,6 +155,6 @@ def test_a_math_name_in_the_curves_legend_and_log_ticks_still_math() -> None:
 
     curve = LearningCurve(MATH, [1, 2], [0.1, 0.2], [1.0, 0.01], [1.0, 2.0], 2, 10, "done", "a")
     assert plot_curves({MATH: curve})[:4] == b"\x89PNG"
-    paired = PairedAnalysis(MATH, "$\\frac{", "R@1", "two-sided", 5)
-    paired.buckets = [PairedTest("0", 3, 0.5, 0.2, 0.3, 0.1, 0.5, 0.04)]
+    bucket = PairedTest("0", 3, 0.5, 0.2, 0.3, 0.1, 0.5, 0.04)
+    paired = PairedAnalysis(MATH, "$\\frac{", "R@1", "two-sided", 5, buckets=[bucket])
     assert plot_paired(paired)[:4] == b"\x89PNG"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from searchtome.leaderboard.significance import (
+    CompareOptions,
     benjamini_hochberg,
     compare,
     holm,
@@ -34,8 +35,10 @@ def test_exact_p_equals_enumeration_and_scipy(seed: int) -> None:
     n = 11
     x = rng.integers(0, 2, n).astype(float)  # R@1-like: many exact ties in the null distribution
     y = np.round(rng.random(n), 2)
-    report = compare({"a": {"m": x}, "b": {"m": y}}, permutations=10_000, bootstrap=0)
-    assert report.settings["exact"] and report.settings["sign_vectors"] == 2**n
+    report = compare(
+        {"a": {"m": x}, "b": {"m": y}}, options=CompareOptions(permutations=10_000, bootstrap=0)
+    )
+    assert report.settings.exact and report.settings.sign_vectors == 2**n
     p = report.tests[0].p
     assert p == pytest.approx(_brute_force_p(x - y), abs=1e-15)
     ref = stats.permutation_test(
@@ -55,8 +58,10 @@ def test_monte_carlo_p_is_close_to_the_exact_one() -> None:
     y = x + rng.normal(0.08, 0.25, n)
     exact = _brute_force_p(x - y)
     b = 50_000
-    report = compare({"a": {"m": x}, "b": {"m": y}}, permutations=b, bootstrap=0, seed=11)
-    assert not report.settings["exact"]
+    report = compare(
+        {"a": {"m": x}, "b": {"m": y}}, options=CompareOptions(permutations=b, bootstrap=0, seed=11)
+    )
+    assert not report.settings.exact
     sigma = math.sqrt(exact * (1 - exact) / b)
     assert abs(report.tests[0].p - exact) < 5 * sigma + 1 / b
 
@@ -64,9 +69,13 @@ def test_monte_carlo_p_is_close_to_the_exact_one() -> None:
 def test_p_value_formula_never_zero_and_one_for_identical_systems() -> None:
     rng = np.random.default_rng(0)
     x = rng.random(500)
-    far = compare({"a": {"m": x}, "b": {"m": x + 1}}, permutations=999, bootstrap=0)
+    far = compare(
+        {"a": {"m": x}, "b": {"m": x + 1}}, options=CompareOptions(permutations=999, bootstrap=0)
+    )
     assert far.tests[0].p == 1 / 1000  # (0 + 1) / (B + 1)
-    same = compare({"a": {"m": x}, "b": {"m": x.copy()}}, permutations=999, bootstrap=0)
+    same = compare(
+        {"a": {"m": x}, "b": {"m": x.copy()}}, options=CompareOptions(permutations=999, bootstrap=0)
+    )
     assert same.tests[0].p == 1.0
 
 
@@ -82,12 +91,18 @@ def _systems(n: int = 3000, k: int = 5, seed: int = 1):
 
 def test_p_values_are_deterministic_bit_for_bit() -> None:
     systems, groups = _systems()
-    first = compare(systems, groups=groups, permutations=2000, bootstrap=500, seed=5)
-    second = compare(systems, groups=groups, permutations=2000, bootstrap=500, seed=5)
+    first = compare(
+        systems, groups=groups, options=CompareOptions(permutations=2000, bootstrap=500, seed=5)
+    )
+    second = compare(
+        systems, groups=groups, options=CompareOptions(permutations=2000, bootstrap=500, seed=5)
+    )
     assert [t.p for t in first.tests] == [t.p for t in second.tests]
     assert [t.ci_low for t in first.tests] == [t.ci_low for t in second.tests]
     assert first.to_json() == second.to_json()
-    other = compare(systems, groups=groups, permutations=2000, bootstrap=500, seed=6)
+    other = compare(
+        systems, groups=groups, options=CompareOptions(permutations=2000, bootstrap=500, seed=6)
+    )
     assert [t.p for t in first.tests] != [t.p for t in other.tests]
 
 
@@ -96,8 +111,12 @@ def test_per_domain_p_values_equal_a_test_on_that_domain_alone() -> None:
     n = 12
     a, b = rng.random(n), rng.random(n)
     groups = ["x"] * 5 + ["y"] * 7
-    report = compare({"a": {"m": a}, "b": {"m": b}}, groups=groups, permutations=2**n, bootstrap=0)
-    assert report.settings["exact"]
+    report = compare(
+        {"a": {"m": a}, "b": {"m": b}},
+        groups=groups,
+        options=CompareOptions(permutations=2**n, bootstrap=0),
+    )
+    assert report.settings.exact
     for name, idx in (("x", slice(0, 5)), ("y", slice(5, 12))):
         t = report.test("a", "b", "m", name)
         assert t.p == pytest.approx(_brute_force_p(a[idx] - b[idx]), abs=1e-12)
@@ -110,7 +129,9 @@ def test_per_domain_p_values_equal_a_test_on_that_domain_alone() -> None:
 
 def test_bootstrap_interval_brackets_the_difference() -> None:
     systems, groups = _systems(n=2000, k=2)
-    report = compare(systems, groups=groups, permutations=500, bootstrap=4000, seed=0)
+    report = compare(
+        systems, groups=groups, options=CompareOptions(permutations=500, bootstrap=4000, seed=0)
+    )
     labels = np.asarray(groups)
     for t in report.tests:
         assert t.ci_low <= t.diff <= t.ci_high
@@ -125,7 +146,10 @@ def test_bootstrap_interval_brackets_the_difference() -> None:
     # an interval that excludes 0 goes with a small p-value and vice versa, for a clear effect
     rng = np.random.default_rng(0)
     x = rng.random(800)
-    clear = compare({"a": {"m": x + 0.1}, "b": {"m": x}}, permutations=500, bootstrap=1000)
+    clear = compare(
+        {"a": {"m": x + 0.1}, "b": {"m": x}},
+        options=CompareOptions(permutations=500, bootstrap=1000),
+    )
     t = clear.tests[0]
     assert t.ci_low > 0 and t.p < 0.01 and t.diff == pytest.approx(0.1)
 
@@ -144,10 +168,12 @@ def test_holm_and_bh_against_hand_computed_values() -> None:
 
 def test_families_control_and_corrections() -> None:
     systems, groups = _systems(n=1000, k=4)
-    report = compare(systems, groups=groups, permutations=500, bootstrap=0, control="s3")
+    report = compare(
+        systems, groups=groups, control="s3", options=CompareOptions(permutations=500, bootstrap=0)
+    )
     assert {(t.a, t.b) for t in report.tests} == {("s3", "s0"), ("s3", "s1"), ("s3", "s2")}
     # per measure: 3 overall tests; per-domain: 3 pairs x 4 domains
-    assert report.settings["families"] == {
+    assert report.settings.families == {
         "R@1/overall": 3,
         "nDCG@3/overall": 3,
         "R@1/per-domain": 12,
@@ -156,14 +182,16 @@ def test_families_control_and_corrections() -> None:
     fam = [t for t in report.tests if t.family == "R@1/overall"]
     assert [t.p_adjusted for t in fam] == pytest.approx(list(holm([t.p for t in fam])))
     bh = compare(
-        systems, groups=groups, permutations=500, bootstrap=0, correction="bh", family="all"
+        systems,
+        groups=groups,
+        options=CompareOptions(permutations=500, bootstrap=0, correction="bh", family="all"),
     )
-    assert bh.settings["families"] == {"all": 6 * 2 * 5}
+    assert bh.settings.families == {"all": 6 * 2 * 5}
     assert [t.p_adjusted for t in bh.tests] == pytest.approx(
         list(benjamini_hochberg([t.p for t in bh.tests]))
     )
     with pytest.raises(SearchTomeError, match="did you mean 's1'"):
-        compare(systems, control="s11", permutations=10)
+        compare(systems, control="s11", options=CompareOptions(permutations=10))
 
 
 def test_report_renders_markdown_latex_json() -> None:
@@ -173,7 +201,7 @@ def test_report_renders_markdown_latex_json() -> None:
         "STAIR & co_1": {"R@1": x + 0.2, "nDCG@3": x + 0.2},
         "dsi|v2": {"R@1": x, "nDCG@3": x + 0.01 * rng.random(400)},
     }
-    report = compare(systems, permutations=999, bootstrap=200)
+    report = compare(systems, options=CompareOptions(permutations=999, bootstrap=200))
     md = report.to_markdown()
     assert "| a | STAIR &amp; co\\_1 |" in md and "dsi\\|v2" in md
     assert "<sup>b</sup>" in md  # a beats b
@@ -215,18 +243,26 @@ def test_exact_integer_path_and_float_path_agree(monkeypatch: pytest.MonkeyPatch
         for i in range(3)
     }
     groups = [f"d{j % 3}" for j in range(n)]
-    bits = compare(systems, groups=groups, permutations=3000, bootstrap=0, seed=2)
+    bits = compare(
+        systems, groups=groups, options=CompareOptions(permutations=3000, bootstrap=0, seed=2)
+    )
     with monkeypatch.context() as m:  # numpy < 2.0 has no bitwise_count: the table popcount
         m.delattr(np, "bitwise_count", raising=False)
-        table = compare(systems, groups=groups, permutations=3000, bootstrap=0, seed=2)
+        table = compare(
+            systems, groups=groups, options=CompareOptions(permutations=3000, bootstrap=0, seed=2)
+        )
     assert [t.p for t in bits.tests] == [t.p for t in table.tests]
     monkeypatch.setattr(sig, "MAX_LEVELS", -1)  # every column takes the float path
-    floats = compare(systems, groups=groups, permutations=3000, bootstrap=0, seed=2)
+    floats = compare(
+        systems, groups=groups, options=CompareOptions(permutations=3000, bootstrap=0, seed=2)
+    )
     assert [t.p for t in bits.tests] == [t.p for t in floats.tests]
     assert [t.diff for t in bits.tests] == pytest.approx([t.diff for t in floats.tests], abs=1e-12)
     # and the float path is exact under enumeration too
     x, y = rng.random(10), rng.random(10)
-    report = compare({"a": {"m": x}, "b": {"m": y}}, permutations=2**10, bootstrap=0)
+    report = compare(
+        {"a": {"m": x}, "b": {"m": y}}, options=CompareOptions(permutations=2**10, bootstrap=0)
+    )
     assert report.tests[0].p == pytest.approx(_brute_force_p(x - y), abs=1e-12)
 
 
@@ -247,7 +283,11 @@ def test_chunk_sizes_change_no_number(monkeypatch: pytest.MonkeyPatch) -> None:
     groups = [f"d{i % 3}" for i in range(n)]
 
     def run() -> list[tuple[float, float, float]]:
-        report = compare(per_query, groups=groups, permutations=700, bootstrap=300, seed=5)
+        report = compare(
+            per_query,
+            groups=groups,
+            options=CompareOptions(permutations=700, bootstrap=300, seed=5),
+        )
         return [(t.p, t.ci_low, t.ci_high) for t in report.tests]
 
     whole = run()
@@ -267,12 +307,9 @@ def test_a_p_at_its_floor_is_shown_as_such_with_the_exact_mcnemar_p_beside_it() 
     weak = strong * (rng.random(n) < 0.5)  # loses half of strong's hits, never wins one
     close = strong.copy()
     close[:3] = 1 - close[:3]
-    report = compare(
-        {"strong": {"R@1": strong, "nDCG@3": strong * 0.7},
+    report = compare({"strong": {"R@1": strong, "nDCG@3": strong * 0.7},
          "weak": {"R@1": weak, "nDCG@3": weak * 0.7},
-         "close": {"R@1": close, "nDCG@3": close * 0.7}},
-        control="strong", permutations=999, bootstrap=0,
-    )  # fmt: skip
+         "close": {"R@1": close, "nDCG@3": close * 0.7}}, control="strong", options=CompareOptions(permutations=999, bootstrap=0))  # fmt: skip
     far = report.test("strong", "weak", "R@1")
     assert far.p == 1 / 1000 and far.p_at_floor
     wins = int((strong > weak).sum())
@@ -303,7 +340,11 @@ def test_bootstrap_bounds_are_rounded_to_the_documented_precision() -> None:
     rng = np.random.default_rng(5)
     n = 300
     per_query = {s: {"nDCG@3": rng.random(n) / 3} for s in ("a", "b", "c")}  # irrational-ish
-    report = compare(per_query, permutations=99, bootstrap=200, groups=["x", "y", "z"] * 100)
+    report = compare(
+        per_query,
+        groups=["x", "y", "z"] * 100,
+        options=CompareOptions(permutations=99, bootstrap=200),
+    )
     assert CI_DECIMALS == 6
     for t in report.tests:
         for bound in (t.ci_low, t.ci_high):
@@ -311,7 +352,9 @@ def test_bootstrap_bounds_are_rounded_to_the_documented_precision() -> None:
     # A perturbation below the precision (what another CPU's summation order does) changes
     # no bound: the scores moved by 1e-15 give the same report.
     nudged = {s: {"nDCG@3": v["nDCG@3"] + 1e-15} for s, v in per_query.items()}
-    again = compare(nudged, permutations=99, bootstrap=200, groups=["x", "y", "z"] * 100)
+    again = compare(
+        nudged, groups=["x", "y", "z"] * 100, options=CompareOptions(permutations=99, bootstrap=200)
+    )
     assert [(t.ci_low, t.ci_high) for t in again.tests] == [
         (t.ci_low, t.ci_high) for t in report.tests
     ]
