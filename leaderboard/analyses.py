@@ -246,10 +246,11 @@ def paired_analysis(
     assert board.queries is not None
     va = board.get(a).per_query[measure]
     vb = board.get(b).per_query[measure]
-    for label, m in train_masks(board.queries.train_questions):
-        if m.any():
-            out.buckets.append(_paired_test(label, va[m], vb[m], rs))
+    buckets = [
+        _paired_test(label, va[m], vb[m], rs)
+        for label, m in train_masks(board.queries.train_questions)
+        if m.any()
+    ]
     rare = board.queries.train_questions <= rare_max
-    if rare.any():
-        out = replace(out, rare=_paired_test(f"≤ {rare_max}", va[rare], vb[rare], rs))
-    return out
+    rare_test = _paired_test(f"≤ {rare_max}", va[rare], vb[rare], rs) if rare.any() else None
+    return replace(out, buckets=buckets, rare=rare_test)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from searchtome.leaderboard.analyses import DEFAULT_PAIR, Resampling, analyses, paired_analysis
 from searchtome.leaderboard.checks import run_checks
-from searchtome.leaderboard.comparison import OVERALL, ComparisonReport
+from searchtome.leaderboard.comparison import OVERALL, ComparisonReport, PairTest
 from searchtome.leaderboard.curves import curve_from_meta, learning_curves
 from searchtome.leaderboard.document import FILE, document_of, write_document
 from searchtome.leaderboard.expectations import read_expectations
@@ -218,11 +218,12 @@ def _ranked_entries(
 
 def _test_against_the_top(
     board: Scoreboard, entries: list[Entry], options: CompareOptions
-) -> ComparisonReport | None:
-    """Test every system against the top one and mark the entries that differ significantly."""
+) -> tuple[ComparisonReport | None, list[Entry]]:
+    """Test every system against the top one: the report, and the entries marked where they
+    differ significantly."""
     order = [e.system for e in entries]
     if len(order) < 2:
-        return None
+        return None, entries
     arrays = board.per_query_arrays(MAIN_MEASURES)
     comparison = compare(
         {s: arrays[s] for s in order},
@@ -231,15 +232,21 @@ def _test_against_the_top(
         control=order[0],
         options=options,
     )
-    for e in entries[1:]:
-        for t in comparison.tests:
-            if t.b != e.system:
-                continue
-            if t.scope == OVERALL:
-                e.marks[t.measure] = t.significant
-            else:
-                e.domain_marks.setdefault(t.scope, {})[t.measure] = t.significant
-    return comparison
+    return comparison, [_marked(e, comparison.tests) for e in entries]
+
+
+def _marked(entry: Entry, tests: list[PairTest]) -> Entry:
+    """``entry`` with its tests' verdicts: overall per measure, per domain per measure."""
+    marks: dict[str, bool] = {}
+    domain_marks: dict[str, dict[str, bool]] = {}
+    for t in tests:
+        if t.b != entry.system:  # the top system is every test's a, never its b
+            continue
+        if t.scope == OVERALL:
+            marks[t.measure] = t.significant
+        else:
+            domain_marks.setdefault(t.scope, {})[t.measure] = t.significant
+    return replace(entry, marks=marks, domain_marks=domain_marks)
 
 
 def drawable(breakdown: Breakdown) -> bool:
@@ -366,7 +373,7 @@ def build_leaderboard(
     root = str(Path(submissions_dir))
     reports = {r.submission.system: r for r in accepted if r.submission is not None}
     entries = _ranked_entries(board, reports, root)
-    comparison = _test_against_the_top(board, entries, o.testing)
+    comparison, entries = _test_against_the_top(board, entries, o.testing)
     breakdowns, paired = _analyses(board, entries, o)
     curves = learning_curves(entries, root)
     colours = palette([e.system for e in entries])

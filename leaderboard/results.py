@@ -330,14 +330,13 @@ class LeaderboardResult:
 
     @property
     def n_queries(self) -> int:
+        """Queries in the split (every entry is scored on all of them)."""
         return self.entries[0].n_queries if self.entries else 0
 
     @property
     def facts(self) -> DatasetFacts:
+        """What the pages say about the dataset (:func:`dataset_facts`)."""
         return dataset_facts(self.dataset)
-
-    def entry(self, system: str) -> Entry | None:
-        return next((e for e in self.entries if e.system == system), None)
 
     def figure_title(self, key: str) -> str:
         """The title of the figure stored under ``key``."""

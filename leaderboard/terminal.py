@@ -1,4 +1,5 @@
-"""The leaderboard on a terminal: the main table in aligned columns, names made printable."""
+"""The leaderboard on a terminal: the main table in aligned columns and the rejected folders,
+a submitter's text made printable."""
 
 from __future__ import annotations
 
@@ -25,3 +26,12 @@ def print_main_table(result: LeaderboardResult, file: IO[str] | None = None) -> 
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)), file=out)
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)), file=out)
+
+
+def print_rejected(result: LeaderboardResult, file: IO[str] | None = None) -> None:
+    """Each rejected folder and its first errors (folder names and reasons are a submitter's)."""
+    out = file or sys.stdout
+    for report in result.rejected:
+        print(f"rejected: {term_text(report.path)}", file=out)
+        for line in report.lines(10):
+            print(f"  {term_text(line)}", file=out)

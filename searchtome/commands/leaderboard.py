@@ -54,8 +54,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     from searchtome.leaderboard.build import LeaderboardOptions, build_leaderboard
     from searchtome.leaderboard.checks import check_table, passed
     from searchtome.leaderboard.expectations import Expectations, write_expectations
-    from searchtome.leaderboard.terminal import print_main_table
-    from searchtome.leaderboard.text import term_text
+    from searchtome.leaderboard.terminal import print_main_table, print_rejected
 
     data = args.data
     if args.qrels:
@@ -73,10 +72,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     )
     result = build_leaderboard(data, args.submissions, args.out, options, check=args.check)
     print_main_table(result)
-    for report in result.rejected:  # folder names and reasons are a submitter's text
-        print(f"rejected: {term_text(report.path)}")
-        for line in report.lines(10):
-            print(f"  {term_text(line)}")
+    print_rejected(result)
     print(f"wrote {result.out_dir}/leaderboard.md, leaderboard.json, index.html")
     if args.write_expected:
         write_expectations(args.write_expected, Expectations.of(result, args.tolerance))
