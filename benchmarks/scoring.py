@@ -238,7 +238,10 @@ def _timed_stages(data: Path, subs: Path, args: argparse.Namespace) -> list[Stag
 
     rows: list[Stage] = []
     with stage("build_leaderboard: validate, score, vs top, render", rows):
-        build_leaderboard(data, subs, subs.parent / "board", LeaderboardOptions(permutations=args.permutations, bootstrap=args.bootstrap, seed=args.seed))  # fmt: skip
+        options = LeaderboardOptions(
+            permutations=args.permutations, bootstrap=args.bootstrap, seed=args.seed
+        )
+        build_leaderboard(data, subs, subs.parent / "board", options)
     with stage("load the dataset", rows):
         ds = load(data)
     with stage("validate and read the submissions", rows):
