@@ -24,7 +24,6 @@ markdown, HTML, JSON). Each stage prints its wall time and the process's peak RS
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -35,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from searchtome.leaderboard.document import read_document
 from searchtome.leaderboard.significance import CompareOptions, compare
 
 from searchtome.metrics import DEFAULT_MEASURES, Qrels, evaluate_arrays
@@ -285,8 +285,8 @@ def run_scale(args: argparse.Namespace) -> None:
             scale_submissions(data, subs, args.systems, args.depth, args.seed)
         print(f"  setup (not timed below): {time.perf_counter() - start:.1f} s")
         rows = _timed_stages(data, subs, args)
-        board = json.loads((root / "board" / "leaderboard.json").read_text())
-        print(f"  leaderboard rows: {len(board['systems'])}")
+        board = read_document(root / "board" / "leaderboard.json")
+        print(f"  leaderboard rows: {len(board.systems)}")
     print(f"{'stage':52} {'wall s':>7} {'CPU s':>7} {'peak RSS MiB':>13}")
     for name, seconds, cpu, peak in rows:
         print(f"{name:52} {seconds:7.1f} {cpu:7.1f} {peak:13,.0f}")
