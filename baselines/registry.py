@@ -17,6 +17,7 @@ from typing import Any
 
 from searchtome.baselines.phases import Phases
 
+from searchtome.limits import DEFAULT_SEED
 from searchtome.registry import Registry
 
 # Every baseline and the module that registers it: `searchtome run NAME` imports that module
@@ -48,7 +49,7 @@ class RunContext:
     """What a baseline may use besides data and config: where to cache, and the seed."""
 
     cache_dir: Path
-    seed: int = 42
+    seed: int = DEFAULT_SEED
     out_dir: Path | None = None
     # Free-form facts a baseline wants recorded in meta.json (train time, epochs, ...).
     notes: dict[str, Any] = field(default_factory=dict)

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.limits import MAX_IDS
 from searchtome.metrics import external
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.external import External
@@ -146,7 +147,7 @@ _REFUSED = {
     "computed here; for top-k accuracy name Success@k",
 }
 _MEASURE_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:[@_]\s*(\d+))?\s*$")
-# The deepest cut-off scored: trec_eval's deepest default (a submission ranks at most 100 ids,
+# The deepest cut-off scored: trec_eval's deepest default (a submission ranks at most MAX_IDS ids,
 # a TREC run conventionally 1000). Deeper ones only cost memory (an array as wide as k per query).
 MAX_CUTOFF = 1000
 
@@ -218,7 +219,7 @@ def check_cutoff(text: str | Measure, cutoff: str | float) -> int:
         shown = digits if len(digits) <= 12 else f"of {len(digits):,} digits"
         raise SearchTomeError(
             f"measure {str(text)[:60]!r}: cut-off {shown} is above {MAX_CUTOFF:,}, the deepest "
-            f"scored (submissions rank at most 100 ids); use a cut-off up to {MAX_CUTOFF:,}"
+            f"scored (submissions rank at most {MAX_IDS} ids); use a cut-off up to {MAX_CUTOFF:,}"
         )
     if float(cutoff) < 1 or float(cutoff) != int(float(cutoff)):
         raise SearchTomeError(
