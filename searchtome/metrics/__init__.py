@@ -24,7 +24,7 @@ _MODULES = {
     ),
     "qrels": ("Qrels",),
     "scorer": ("aggregate", "evaluate", "evaluate_arrays", "is_count", "mean_scores"),
-    "structure": ("STRUCTURE_MEASURES", "classify", "structure_flags"),
+    "structure": ("STRUCTURE_MEASURES", "NodeKind", "classify", "structure_flags"),
     "ties": (
         "TIE_RULE",
         "count_ties",
