@@ -176,23 +176,6 @@ class ValidationReport:
         }
 
 
-def structure_counts(
-    rankings: Mapping[str, Sequence[str]],
-    dataset: Dataset,
-    line_of: Mapping[str, int] | None = None,
-) -> StructureCounts:
-    """Count non-leaf and invalid ids of the queries the dataset knows."""
-    counts = StructureCounts()
-    nodes = dataset.nodes
-    queries = dataset.query_by_id
-    line_of = line_of or {}
-    for qid, ranking in rankings.items():
-        query = queries.get(qid)
-        if query is not None:
-            counts.add([classify(doc, query.book_id, nodes) for doc in ranking], line_of.get(qid))
-    return counts
-
-
 def validate_submission(
     path: PathLike,
     data: Dataset | PathLike,

@@ -30,7 +30,6 @@ _MODULES = {
         "count_ties",
         "order_by_score",
         "run_from_scores",
-        "tied_queries",
         "to_ir_measures_dict",
     ),
 }
