@@ -29,7 +29,7 @@ from typing import Any
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.generate.language import cjk_chars, language_problem
 
-# Reading replies moved to replies.py; its public names stay importable from here.
+# Replies are read in replies.py; these names are re-exported for code that imports them here.
 from searchtome.generate.replies import STRICTNESS as STRICTNESS
 from searchtome.generate.replies import ParsedReply, parse_reply, question_cap, screen_reply
 from searchtome.generate.replies import clean_question as clean_question
@@ -163,8 +163,8 @@ class FilterConfig:
     check_language: bool = True  # drop questions in another language than their passage
 
     def to_dict(self) -> dict[str, Any]:
-        """The manifest's record. ``check_language`` is recorded only when turned off, so a
-        build's manifest (and its bytes) stays what it was before the check existed."""
+        """The manifest's record. ``check_language`` is recorded only when turned off: the
+        default adds no key, so existing datasets' manifests (and their bytes) rebuild identical."""
         from dataclasses import asdict
 
         out = asdict(self)
