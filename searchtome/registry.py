@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, Mapping
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from searchtome.errors import unknown_name
 
@@ -99,8 +99,7 @@ class Registry(Generic[T]):
             return entry
         direct, obj = entry.load()
         if direct:
-            self._entries[name] = obj  # type: ignore[assignment]
-            return obj  # type: ignore[return-value]
+            self._entries[name] = cast(T, obj)
         found = self._entries[name]
         if isinstance(found, _Lazy):
             raise LookupError(
