@@ -20,6 +20,7 @@ from searchtome.baselines.registry import RunContext, register
 from searchtome.baselines.text import Analyzer
 
 from searchtome.errors import SearchTomeError
+from searchtome.limits import MAX_IDS
 from searchtome.records import Run
 from searchtome.titles import title_path
 
@@ -42,7 +43,7 @@ class BM25Config:
     stopwords: str = "english"
     stemmer: str = "english"
     min_token_length: int = 2
-    depth: int = 100
+    depth: int = MAX_IDS
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -53,8 +54,8 @@ class BM25Config:
             from searchtome.errors import unknown_name
 
             raise unknown_name("title mode", self.title, TITLE_MODES)
-        if not 1 <= self.depth <= 100:
-            raise SearchTomeError(f"depth must be between 1 and 100, not {self.depth}")
+        if not 1 <= self.depth <= MAX_IDS:
+            raise SearchTomeError(f"depth must be between 1 and {MAX_IDS}, not {self.depth}")
 
     @property
     def analyzer(self) -> Analyzer:

@@ -29,6 +29,7 @@ from searchtome.baselines.encoders import Encoder, EncoderConfig
 from searchtome.baselines.registry import RunContext, register
 
 from searchtome.errors import SearchTomeError
+from searchtome.limits import MAX_IDS
 from searchtome.records import Run
 from searchtome.titles import title_path
 
@@ -45,7 +46,7 @@ class DPRConfig:
     encoder: EncoderConfig = field(default_factory=lambda: EncoderConfig(passage_max_tokens=96))
     passages: str = "split"
     title: str = "path"
-    depth: int = 100
+    depth: int = MAX_IDS
 
     def __post_init__(self) -> None:
         from searchtome.errors import unknown_name
@@ -54,8 +55,8 @@ class DPRConfig:
             raise unknown_name("passage mode", self.passages, PASSAGE_MODES)
         if self.title not in TITLE_MODES:
             raise unknown_name("title mode", self.title, TITLE_MODES)
-        if not 1 <= self.depth <= 100:
-            raise SearchTomeError(f"depth must be between 1 and 100, not {self.depth}")
+        if not 1 <= self.depth <= MAX_IDS:
+            raise SearchTomeError(f"depth must be between 1 and {MAX_IDS}, not {self.depth}")
 
 
 def leaf_passages(

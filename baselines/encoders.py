@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
@@ -566,6 +566,3 @@ class Encoder:
         from searchtome.baselines.registry import count_parameters
 
         return count_parameters(self._model)
-
-    def with_config(self, **changes: Any) -> Encoder:
-        return Encoder(replace(self.config, **changes), self._cache_root)

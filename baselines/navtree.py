@@ -61,6 +61,7 @@ from searchtome.baselines.trees import Tree, segment_tree, toc_tree
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
+from searchtome.limits import MAX_IDS
 from searchtome.records import Run
 from searchtome.titles import title_path
 
@@ -91,7 +92,7 @@ class NavTreeConfig:
     b: float = 0.75
     stopwords: str = "none"
     stemmer: str = "english"
-    depth: int = 100
+    depth: int = MAX_IDS
 
     def __post_init__(self) -> None:
         from searchtome.errors import unknown_name
@@ -108,8 +109,8 @@ class NavTreeConfig:
                 raise SearchTomeError(f"{name} must be at least 1")
         if self.anchor_height < 0:
             raise SearchTomeError("anchor_height must be 0 or more")
-        if not 1 <= self.depth <= 100:
-            raise SearchTomeError(f"depth must be between 1 and 100, not {self.depth}")
+        if not 1 <= self.depth <= MAX_IDS:
+            raise SearchTomeError(f"depth must be between 1 and {MAX_IDS}, not {self.depth}")
 
     @property
     def bm25(self) -> BM25Config:

@@ -41,6 +41,7 @@ from searchtome.baselines.encoders import Encoder, EncoderConfig
 from searchtome.baselines.registry import RunContext, register
 
 from searchtome.errors import SearchTomeError
+from searchtome.limits import MAX_IDS
 from searchtome.records import Run
 
 # Lucene's StandardTokenizer default maxTokenLength: longer tokens are split at this length.
@@ -50,15 +51,15 @@ _NUM_FREE_VALUES = 24
 
 
 def _check_depth(depth: int) -> None:
-    if not 1 <= depth <= 100:
-        raise SearchTomeError(f"depth must be between 1 and 100, not {depth}")
+    if not 1 <= depth <= MAX_IDS:
+        raise SearchTomeError(f"depth must be between 1 and {MAX_IDS}, not {depth}")
 
 
 @dataclass(frozen=True)
 class BM25PaperConfig:
     k1: float = 1.2
     b: float = 0.75
-    depth: int = 100
+    depth: int = MAX_IDS
 
     def __post_init__(self) -> None:
         _check_depth(self.depth)
@@ -161,7 +162,7 @@ def run_bm25_paper(dataset: Any, split: str, config: BM25PaperConfig, ctx: RunCo
 class DPRPaperConfig:
     # The encoder's own limits are the paper's: passages 512 tokens, queries 256.
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
-    depth: int = 100
+    depth: int = MAX_IDS
 
     def __post_init__(self) -> None:
         _check_depth(self.depth)

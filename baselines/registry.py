@@ -10,7 +10,6 @@ heavy imports (torch, transformers, faiss) inside their functions so that listin
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,18 +17,30 @@ from typing import Any
 
 from searchtome.baselines.phases import Phases
 
-from searchtome.errors import unknown_name
+from searchtome.limits import DEFAULT_SEED
+from searchtome.registry import Registry
 
-# Modules that define baselines; imported on first use of the registry.
-BASELINE_MODULES: tuple[str, ...] = (
-    "searchtome.baselines.bm25",
-    "searchtome.baselines.dpr",
-    "searchtome.baselines.paper",
-    "searchtome.baselines.navtree",
-    "searchtome.baselines.finetune",
-    "searchtome.baselines.rerank",
-    "searchtome.baselines.generative.stair",
-    "searchtome.baselines.generative.zeroshot",
+# Every baseline and the module that registers it: `searchtome run NAME` imports that module
+# alone, and names are listed without importing any.
+BASELINES: Registry[BaselineSpec] = Registry(
+    "baseline",
+    {
+        "bm25": "searchtome.baselines.bm25",
+        "bm25-plain": "searchtome.baselines.bm25",
+        "dpr": "searchtome.baselines.dpr",
+        "bm25-paper": "searchtome.baselines.paper",
+        "dpr-paper": "searchtome.baselines.paper",
+        "navtree": "searchtome.baselines.navtree",
+        "hybrid": "searchtome.baselines.navtree",
+        "toc-navtree": "searchtome.baselines.navtree",
+        "finetune": "searchtome.baselines.finetune",
+        "finetune-hybrid": "searchtome.baselines.finetune",
+        "rerank": "searchtome.baselines.rerank",
+        "stair": "searchtome.baselines.generative.stair",
+        "dsi": "searchtome.baselines.generative.stair",
+        "dsi-constrained": "searchtome.baselines.generative.stair",
+        "zeroshot-llm": "searchtome.baselines.generative.zeroshot",
+    },
 )
 
 
@@ -38,7 +49,7 @@ class RunContext:
     """What a baseline may use besides data and config: where to cache, and the seed."""
 
     cache_dir: Path
-    seed: int = 42
+    seed: int = DEFAULT_SEED
     out_dir: Path | None = None
     # Free-form facts a baseline wants recorded in meta.json (train time, epochs, ...).
     notes: dict[str, Any] = field(default_factory=dict)
@@ -74,10 +85,6 @@ class BaselineSpec:
     doc: str = "baselines.md"
 
 
-_REGISTRY: dict[str, BaselineSpec] = {}
-_loaded = False
-
-
 def register(
     name: str,
     *,
@@ -90,30 +97,17 @@ def register(
     """Decorator: ``@register("bm25", summary=..., config=BM25Config)`` on the run function."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        if name in _REGISTRY and _REGISTRY[name].run is not fn:
-            raise ValueError(f"baseline {name!r} registered twice")
-        _REGISTRY[name] = BaselineSpec(name, summary, config, fn, needs, trains_on, doc)
+        BASELINES.add(name, BaselineSpec(name, summary, config, fn, needs, trains_on, doc))
         return fn
 
     return deco
 
 
-def _load_all() -> None:
-    global _loaded
-    if not _loaded:
-        for module in BASELINE_MODULES:
-            importlib.import_module(module)
-        _loaded = True
-
-
 def get(name: str) -> BaselineSpec:
-    _load_all()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise unknown_name("baseline", name, _REGISTRY) from None
+    """The baseline ``name`` (its module imported on first use), with a did-you-mean."""
+    return BASELINES.get(name)
 
 
 def all_baselines() -> list[BaselineSpec]:
-    _load_all()
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+    """Every baseline, sorted by name (imports every baseline module: none imports torch)."""
+    return sorted(BASELINES.values(), key=lambda spec: spec.name)

@@ -42,6 +42,7 @@ from searchtome.baselines.registry import RunContext, register
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
+from searchtome.limits import MAX_IDS
 from searchtome.records import Run
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,8 @@ class RerankConfig(FinetuneHybridConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 1 <= self.k <= 100 or not 0.0 <= self.weight <= 1.0:
-            raise SearchTomeError("k must be between 1 and 100 and weight between 0 and 1")
+        if not 1 <= self.k <= MAX_IDS or not 0.0 <= self.weight <= 1.0:
+            raise SearchTomeError(f"k must be between 1 and {MAX_IDS} and weight between 0 and 1")
         for name in ("ce_epochs", "ce_batch_size", "ce_negatives", "ce_max_length"):
             if getattr(self, name) < 1:
                 raise SearchTomeError(f"{name} must be at least 1, not {getattr(self, name)}")

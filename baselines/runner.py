@@ -30,6 +30,7 @@ from searchtome.baselines.phases import Phases
 from searchtome.config import make_config
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import cpu_facts, hardware
+from searchtome.limits import DEFAULT_SEED, MAX_IDS
 from searchtome.records import BASELINE_TYPES
 
 log = logging.getLogger(__name__)
@@ -245,7 +246,7 @@ def execute(
     split: str = "test",
     config: ConfigSource = None,
     overrides: Overrides = None,
-    seed: int = 42,
+    seed: int = DEFAULT_SEED,
 ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """Run a baseline in memory; returns ``(run, meta, info)`` without writing anything.
 
@@ -362,17 +363,17 @@ def run_baseline(
     config: ConfigSource = None,
     out: str | os.PathLike[str] | None = None,
     overrides: Overrides = None,
-    seed: int = 42,
+    seed: int = DEFAULT_SEED,
     command: str | None = None,
     system: str | None = None,
-    depth: int = 100,
+    depth: int = MAX_IDS,
     compress: bool = False,
     force: bool = False,
 ) -> Path:
     """Run baseline ``name`` on ``data`` and write its submission; returns the folder.
 
-    ``depth`` keeps that many leaves per query (at most 100, the format's limit; the leaderboard
-    measures need 10); ``compress`` writes ``predictions.jsonl.gz``.
+    ``depth`` keeps that many leaves per query (at most ``MAX_IDS``, the format's limit; the
+    leaderboard measures need 10); ``compress`` writes ``predictions.jsonl.gz``.
 
     ``data`` is a dataset folder or a loaded :class:`~searchtome.dataset.Dataset`; ``config`` a
     JSON/TOML file or a mapping; ``overrides`` ``["k1=1.2"]`` or ``{"k1": 1.2}``. The folder
@@ -455,7 +456,7 @@ def grid_search(
     split: str = "dev",
     config: ConfigSource = None,
     overrides: Overrides = None,
-    seed: int = 42,
+    seed: int = DEFAULT_SEED,
 ) -> list[dict[str, Any]]:
     """Run every point of the grid (the product of its values) and ``score`` each run.
 

@@ -6,7 +6,7 @@
 On the first ``--steps`` × 16 training questions of DATA's first book (in split order, a fixed
 slice), each system's CPU defaults (``stair``: paper layout, the whole ToC as prefix, LoRA on
 the top 10 of SmolLM2's 30 layers reading the ToC; ``dsi``: the query-only prompt) train one
-epoch with ``cache_lower_layers=false`` (the earlier path: every step recomputes all 30 layers)
+epoch with ``cache_lower_layers=false`` (the plain path: every step recomputes all 30 layers)
 and with ``true`` (the default: layers 0-19 computed once per book, each step runs the top 10
 only), alternating ``old, new, old, new, …`` for ``--rounds`` rounds so both see the same load;
 the ratio is per round. Both start from the same adapter and dropout seed, so their losses

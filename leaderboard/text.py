@@ -26,7 +26,7 @@ _LATEX = {
 
 
 # Line and paragraph breaks of any kind, and the other control characters: a carriage return
-# in a system name used to end its table row and start a new one.
+# in a system name would end its table row and start a new one.
 _BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # Markdown's inline syntax (emphasis, code, links and images, headings, strike-through, table
 # cells) and GitHub's `$` math: escaped with a backslash, which CommonMark allows before any

@@ -1,51 +1,51 @@
 """The ``searchtome`` console script: one argparse parser, one subcommand per capability.
 
-Each module listed in :data:`COMMAND_MODULES` owns its subcommands through a
-``register(subparsers)`` function that adds parsers and sets ``func`` (``args -> int``).
-Those modules import only light things at module level, so ``searchtome --help`` stays fast;
-torch, transformers and PyMuPDF are imported inside the functions that need them.
+Each command in :data:`COMMANDS` is added by its module's ``register(subparsers)`` function,
+which adds the parser and sets ``func`` (``args -> int``). Those modules import only light
+things at module level, so ``searchtome --help`` stays fast; torch, transformers and PyMuPDF
+are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from searchtome.errors import SearchTomeError
+from searchtome.registry import Registry
 from searchtome.settings import set_progress, setup_logging
 from searchtome.threads import quiet_waiting
 from searchtome.version import __version__
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "searchtome.commands.fetch",  # fetch
-    "searchtome.commands.toc",  # toc
-    "searchtome.commands.extract",  # extract
-    "searchtome.commands.build",  # build
-    "searchtome.commands.cache",  # cache
-    "searchtome.commands.export",  # export
-    "searchtome.commands.import_repro",  # import
-    "searchtome.commands.publish",  # publish
-    "searchtome.commands.validate",  # validate
-    "searchtome.commands.score",  # score
-    "searchtome.commands.compare",  # compare
-    "searchtome.commands.leaderboard",  # leaderboard
-    "searchtome.commands.run",  # run
-    "searchtome.commands.tune",  # tune
-    "searchtome.commands.ls",  # ls
-    "searchtome.commands.demo",  # demo
-    "searchtome.commands.server",  # server
-    "searchtome.commands.submit",  # submit
+# Every subcommand and the function that adds its parser, in `searchtome --help`'s order. A
+# command line imports only its own command's module, so one command's imports never slow
+# another's start-up; help and an unknown word import them all.
+COMMANDS: Registry[Callable[[Any], None]] = Registry(
+    "command",
+    {
+        "fetch": "searchtome.commands.fetch:register",
+        "toc": "searchtome.commands.toc:register",
+        "extract": "searchtome.commands.extract:register",
+        "build": "searchtome.commands.build:register",
+        "cache": "searchtome.commands.cache:register",
+        "export": "searchtome.commands.export:register",
+        "import": "searchtome.commands.import_repro:register",
+        "publish": "searchtome.commands.publish:register",
+        "validate": "searchtome.commands.validate:register",
+        "score": "searchtome.commands.score:register",
+        "compare": "searchtome.commands.compare:register",
+        "leaderboard": "searchtome.commands.leaderboard:register",
+        "run": "searchtome.commands.run:register",
+        "tune": "searchtome.commands.tune:register",
+        "ls": "searchtome.commands.ls:register",
+        "demo": "searchtome.commands.demo:register",
+        "server": "searchtome.commands.server:register",
+        "submit": "searchtome.commands.submit:register",
+    },
 )
-# Commands not named after their module (the rest are: searchtome.commands.NAME registers NAME).
-COMMAND_NAMES: dict[str, str] = {"searchtome.commands.import_repro": "import"}
-
-
-def command_name(module: str) -> str:
-    """The subcommand a module in :data:`COMMAND_MODULES` registers."""
-    return COMMAND_NAMES.get(module, module.rsplit(".", 1)[-1])
 
 
 def command_word(argv: Sequence[str]) -> str | None:
@@ -79,9 +79,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="turn progress bars off (also SEARCHTOME_NO_PROGRESS=1)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    chosen = [m for m in COMMAND_MODULES if command is not None and command_name(m) == command]
-    for name in chosen or COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for name in [command] if command in COMMANDS else COMMANDS.names():
+        COMMANDS.get(name)(sub)
     _accept_global_flags_anywhere(sub)
     return parser
 

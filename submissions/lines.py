@@ -6,6 +6,8 @@ or broken upload cannot exhaust memory. Gzip is recognised by its magic bytes, n
 
 from __future__ import annotations
 
+from searchtome.limits import MAX_IDS
+
 import gzip
 import zlib
 from collections.abc import Iterator
@@ -60,7 +62,7 @@ def iter_lines(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> Iterator[Line
     if size > limits.max_file_bytes:
         message = (
             f"{size:,} bytes exceeds the {limits.max_file_bytes:,}-byte limit; "
-            "compress it (predictions.jsonl.gz) or cut rankings to 100 ids"
+            f"compress it (predictions.jsonl.gz) or cut rankings to {MAX_IDS} ids"
         )
         yield 0, None, Problem(shown, None, "size", message, "too-large")
         return

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-# The one definition of the id cap: the validator, the writer and the baseline runner read it here.
-MAX_IDS = 100
+# The id cap, defined once in the base layer (baselines and metrics read it too).
+from searchtome.limits import MAX_IDS as MAX_IDS
+
 META_FILE = "meta.json"
 PREDICTION_FILES: tuple[str, ...] = (
     "predictions.jsonl",

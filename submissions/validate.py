@@ -37,7 +37,7 @@ from searchtome.submissions.schema import MAX_IDS, PREDICTION_FILES, RunFormat
 from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
-from searchtome.metrics.structure import classify
+from searchtome.metrics.structure import NodeKind, classify
 from searchtome.records import Run, Submission
 
 # Problems after which the predictions file was not read to its end (so no query is "missing").
@@ -58,21 +58,21 @@ class StructureCounts:
     first_non_leaf_line: int | None = None
     first_invalid_line: int | None = None
 
-    def add(self, kinds: Sequence[str], line: int | None) -> None:
+    def add(self, kinds: Sequence[NodeKind], line: int | None) -> None:
         """Count one ranking, given the kind of each of its ids (``classify``)."""
         self.ids += len(kinds)
-        n_non_leaf = kinds.count("non_leaf")
-        n_invalid = kinds.count("invalid")
+        n_non_leaf = kinds.count(NodeKind.NON_LEAF)
+        n_invalid = kinds.count(NodeKind.INVALID)
         self.non_leaf_ids += n_non_leaf
         self.invalid_ids += n_invalid
         if n_non_leaf and self.first_non_leaf_line is None:
             self.first_non_leaf_line = line
         if n_invalid and self.first_invalid_line is None:
             self.first_invalid_line = line
-        self.non_leaf_at_1 += kinds[:1] == ["non_leaf"]
-        self.invalid_at_1 += kinds[:1] == ["invalid"]
-        self.non_leaf_in_top3 += "non_leaf" in kinds[:3]
-        self.invalid_in_top3 += "invalid" in kinds[:3]
+        self.non_leaf_at_1 += kinds[:1] == [NodeKind.NON_LEAF]
+        self.invalid_at_1 += kinds[:1] == [NodeKind.INVALID]
+        self.non_leaf_in_top3 += NodeKind.NON_LEAF in kinds[:3]
+        self.invalid_in_top3 += NodeKind.INVALID in kinds[:3]
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -174,23 +174,6 @@ class ValidationReport:
                 f"{sev}:{code}": n for (sev, code), n in sorted(self.problem_counts.items())
             },
         }
-
-
-def structure_counts(
-    rankings: Mapping[str, Sequence[str]],
-    dataset: Dataset,
-    line_of: Mapping[str, int] | None = None,
-) -> StructureCounts:
-    """Count non-leaf and invalid ids of the queries the dataset knows."""
-    counts = StructureCounts()
-    nodes = dataset.nodes
-    queries = dataset.query_by_id
-    line_of = line_of or {}
-    for qid, ranking in rankings.items():
-        query = queries.get(qid)
-        if query is not None:
-            counts.add([classify(doc, query.book_id, nodes) for doc in ranking], line_of.get(qid))
-    return counts
 
 
 def validate_submission(
@@ -387,7 +370,7 @@ class _SplitCheck:
             kinds = [classify(doc, query.book_id, nodes) for doc in ranking]
             self.counts.add(kinds, answer.line)
             for doc, kind in zip(ranking, kinds, strict=True):
-                if kind == "invalid":
+                if kind is NodeKind.INVALID:
                     self.malformed.add(doc, query.book_id, answer.line)
         if self.keep_run and qid in self.expected_set:
             # The dataset's own strings for known ids: a run of 100 ids a query then costs a

@@ -30,3 +30,17 @@ def test_top_level_names_stay_inside_the_namespace() -> None:
     assert Path(searchtome.baselines.__file__).parent.name == "baselines"
     assert Path(searchtome.leaderboard.__file__).parent.name == "leaderboard"
     assert Path(searchtome.submissions.__file__).parent.name == "submissions"
+
+
+def test_every_package_data_pattern_names_files_that_exist() -> None:
+    """A package-data glob for a folder that is not there ships nothing and hides the typo."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapping = config["package-dir"]
+    empty = []
+    for package, patterns in config["package-data"].items():
+        top = max((p for p in mapping if package == p or package.startswith(p + ".")), key=len)
+        folder = ROOT / mapping[top] / package[len(top) :].lstrip(".").replace(".", "/")
+        empty += [
+            f"{package}: {p}" for p in patterns if not any(f.is_file() for f in folder.glob(p))
+        ]
+    assert empty == []

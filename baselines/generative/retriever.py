@@ -35,6 +35,7 @@ from searchtome.baselines.generative.predict import (
 from searchtome.baselines.registry import count_parameters
 
 from searchtome.io import stable_hash
+from searchtome.limits import MAX_IDS
 from searchtome.records import Query, Run
 
 if TYPE_CHECKING:
@@ -107,8 +108,8 @@ def run_generative(
         desc=f"{system} {split}",
     )
     notes["predict_seconds"] = round(time.perf_counter() - t1, 1)
-    rankings = {q.query_id: tuple(decoded[q.query_id].ids[:100]) for q in queries}
-    scores = {q.query_id: tuple(decoded[q.query_id].scores[:100]) for q in queries}
+    rankings = {q.query_id: tuple(decoded[q.query_id].ids[:MAX_IDS]) for q in queries}
+    scores = {q.query_id: tuple(decoded[q.query_id].scores[:MAX_IDS]) for q in queries}
     kinds = [decoded[q.query_id].kinds[:1] for q in queries]
     notes["non_leaf_at_1"] = sum(1 for k in kinds if k == ["non-leaf"])
     notes["invalid_at_1"] = sum(1 for k in kinds if k == ["invalid"])

@@ -9,6 +9,8 @@ import argparse
 import shlex
 from typing import Any
 
+from searchtome.limits import DEFAULT_SEED, MAX_IDS
+
 
 def add_common_options(p: argparse.ArgumentParser, default_split: str) -> None:
     """The baseline, dataset, split, config layers and seed, shared by ``run`` and ``tune``."""
@@ -27,7 +29,9 @@ def add_common_options(p: argparse.ArgumentParser, default_split: str) -> None:
         metavar="KEY=VALUE",
         help="override one config key, dotted for nested ones (encoder.model=...); repeatable",
     )
-    p.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
+    p.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})"
+    )
 
 
 _PLACEHOLDERS = ("<DATA>", "<CONFIG>", "<OUT>")
@@ -65,7 +69,7 @@ def _command_line(args: argparse.Namespace) -> str:
     for item in args.set:
         parts += ["--set", portable_setting(item)]
     parts += ["--seed", str(args.seed)]
-    if args.depth != 100:
+    if args.depth != MAX_IDS:
         parts += ["--depth", str(args.depth)]
     if args.gzip:
         parts.append("--gzip")
@@ -123,7 +127,10 @@ def register(subparsers: Any) -> None:
         help="system name in meta.json (default: the --out folder's name)",
     )
     p.add_argument(
-        "--depth", type=int, default=100, help="leaves kept per query, 1-100 (default 100)"
+        "--depth",
+        type=int,
+        default=MAX_IDS,
+        help=f"leaves kept per query, 1-{MAX_IDS} (default {MAX_IDS})",
     )
     p.add_argument("--gzip", action="store_true", help="write predictions.jsonl.gz")
     p.set_defaults(func=_command)

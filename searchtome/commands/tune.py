@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from searchtome.commands.run import add_common_options, config_source
+from searchtome.limits import DEFAULT_SEED
 
 AGGREGATES = ("macro", "micro")
 DEFAULT_MEASURES = ("R@1", "R@3", "nDCG@3")
@@ -30,7 +31,7 @@ def tune(
     config: Mapping[str, Any] | str | None = None,
     overrides: Sequence[str] | Mapping[str, Any] | None = None,
     measures: Sequence[str] = DEFAULT_MEASURES,
-    seed: int = 42,
+    seed: int = DEFAULT_SEED,
     aggregate: str = "macro",
 ) -> list[dict[str, Any]]:
     """Score every grid point on ``split`` (dev by default); rows sorted best first.

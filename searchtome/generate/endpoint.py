@@ -14,10 +14,11 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from searchtome.errors import SearchTomeError
+from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.generate.options import LOCAL_DEFAULTS, REMOTE_DEFAULTS, BuildOptions
 from searchtome.generate.questions import (
     GenerationConfig,
@@ -34,13 +35,31 @@ from searchtome.settings import progress
 log = logging.getLogger(__name__)
 
 
+class EndpointKind(StrEnum):
+    """Who answers; the value is what the manifest records as ``endpoint_kind``."""
+
+    OPENAI = "openai-compatible"
+    LOCAL = "local"
+    CACHE = "cache"
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Who answers: OpenAI-compatible servers (one, or replicas of one model), the local model,
     or the reply cache alone."""
 
-    kind: str  # "openai-compatible", "local" or "cache"
+    kind: EndpointKind
     base_urls: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Checked here, once: everything downstream compares members, never free text.
+        try:
+            kind = EndpointKind(self.kind)
+        except ValueError:
+            raise unknown_name(
+                "endpoint kind", str(self.kind), [k.value for k in EndpointKind]
+            ) from None
+        object.__setattr__(self, "kind", kind)
 
     @property
     def base_url(self) -> str | None:
@@ -67,14 +86,14 @@ def resolve_endpoint(opts: BuildOptions) -> Endpoint:
             "machine; weak questions), --endpoint cache (replay an imported cache), or set "
             "OPENAI_BASE_URL"
         )
-    special = [v for v in values if v in ("local", "cache")]
+    special = [v for v in values if v in (EndpointKind.LOCAL, EndpointKind.CACHE)]
     if special and len(values) > 1:
         raise SearchTomeError(
             f"--endpoint {special[0]} cannot be combined with other endpoints "
             f"({', '.join(values)}); give either {special[0]} or URLs of replicas of one model"
         )
     if special:
-        return Endpoint(special[0])
+        return Endpoint(EndpointKind(special[0]))
     for value in values:
         if "://" not in value:
             raise SearchTomeError(
@@ -84,13 +103,13 @@ def resolve_endpoint(opts: BuildOptions) -> Endpoint:
     twice = sorted({v for v in values if values.count(v) > 1})
     if twice:
         raise SearchTomeError(f"--endpoint {twice[0]} is given twice; list each replica once")
-    return Endpoint("openai-compatible", tuple(values))
+    return Endpoint(EndpointKind.OPENAI, tuple(values))
 
 
-def _host_kind(host: str) -> str:
+def _host_kind(host: str) -> EndpointKind:
     from searchtome.llm.local import LOCAL_HOST_LABEL
 
-    return "local" if host == LOCAL_HOST_LABEL else "openai-compatible"
+    return EndpointKind.LOCAL if host == LOCAL_HOST_LABEL else EndpointKind.OPENAI
 
 
 def generate(
@@ -105,9 +124,9 @@ def generate(
     """Outcomes for every unit, asking the endpoint only for what the cache lacks."""
     from searchtome.llm.local import LOCAL_HOST_LABEL, SMOLLM2_LABEL, SMOLLM2_NOTE
 
-    defaults = LOCAL_DEFAULTS if endpoint.kind == "local" else REMOTE_DEFAULTS
+    defaults = LOCAL_DEFAULTS if endpoint.kind is EndpointKind.LOCAL else REMOTE_DEFAULTS
     concurrency = opts.concurrency or defaults["concurrency"]
-    if endpoint.kind == "local":
+    if endpoint.kind is EndpointKind.LOCAL:
         if opts.model and opts.model != SMOLLM2_LABEL and not Path(opts.model).is_dir():
             raise SearchTomeError(
                 f"--endpoint local serves SmolLM2 or a local model folder; {opts.model!r} is "
@@ -115,7 +134,7 @@ def generate(
             )
         host, model_label = LOCAL_HOST_LABEL, opts.model or SMOLLM2_LABEL
         prefer: tuple[str, ...] = (host,)
-    elif endpoint.kind == "cache":
+    elif endpoint.kind is EndpointKind.CACHE:
         host, model_label, prefer = "", opts.model or DEFAULT_MODEL, ()
     else:
         cfg = ClientConfig(base_urls=endpoint.base_urls, model=opts.model or DEFAULT_MODEL)
@@ -137,11 +156,7 @@ def generate(
     # Pass 1: the cache alone. Nothing else is started when it has every reply.
     replay = generator(None)
     outcomes = replay.run(units)
-    missing = [
-        u
-        for u, o in zip(units, outcomes, strict=True)
-        if o.error and o.error.startswith("not in the cache")
-    ]
+    missing = [u for u, o in zip(units, outcomes, strict=True) if o.not_cached]
     # A unit whose cached replies could not be used (a poisoned cache, a server that was
     # unwell) is asked again by a live build; `--endpoint cache` replays the failure as it is.
     # (`repaired` with no repair reply cached: the first reply was unusable, so it is asked again
@@ -149,12 +164,10 @@ def generate(
     stale = [
         u
         for u, o in zip(units, outcomes, strict=True)
-        if o.error
-        and endpoint.kind != "cache"
-        and (o.repaired or not o.error.startswith("not in the cache"))
+        if o.error and endpoint.kind is not EndpointKind.CACHE and (o.repaired or not o.not_cached)
     ]
     used_hosts = set(replay.used_hosts)  # where the cached replies came from
-    if missing and endpoint.kind == "cache":
+    if missing and endpoint.kind is EndpointKind.CACHE:
         raise NotCachedError(
             f"{len(missing)} of {len(units)} units have no reply in {cache.path} for model "
             f"{model_label!r} and these settings (first: {missing[0].unit_id}); import the cache "
@@ -185,15 +198,15 @@ def generate(
     summary.cached_units = len(units) - len(again)
     # Which endpoints answered is left out of the dataset: it is byte-identical whichever did.
     kind = endpoint.kind
-    if kind == "cache":
-        local = used_hosts and all(_host_kind(h) == "local" for h in used_hosts)
-        kind = "local" if local else "openai-compatible"
+    if kind is EndpointKind.CACHE:
+        local = used_hosts and all(_host_kind(h) is EndpointKind.LOCAL for h in used_hosts)
+        kind = EndpointKind.LOCAL if local else EndpointKind.OPENAI
     note = None
     if model_label == SMOLLM2_LABEL:
         note = SMOLLM2_NOTE
-    elif kind == "local":
+    elif kind is EndpointKind.LOCAL:
         note = f"Questions were generated offline by the local model {model_label}."
-    info = {"model": model_label, "endpoint_kind": kind, "note": note}
+    info = {"model": model_label, "endpoint_kind": kind.value, "note": note}
     return outcomes, info
 
 
@@ -213,7 +226,7 @@ def _live_pass(
         timeout = opts.timeout
         if timeout is None:
             timeout = REMOTE_DEFAULTS["timeout"]
-            if endpoint.kind == "local":
+            if endpoint.kind is EndpointKind.LOCAL:
                 timeout = local_timeout(concurrency, opts.temperature)
         cfg = ClientConfig(
             base_urls=tuple(urls),
@@ -253,7 +266,7 @@ def _live_pass(
         return outcomes
 
     counts: list[str] = []
-    if endpoint.kind == "local":
+    if endpoint.kind is EndpointKind.LOCAL:
         model_dir = Path(opts.model) if opts.model and Path(opts.model).is_dir() else None
         with local_server(model_dir) as server:
             return run([server.base_url], server.model, server.host_label), counts[0]

@@ -20,8 +20,8 @@ from searchtome.generate.questions import (
 )
 from searchtome.generate.splits import DEFAULT_RATIOS, WHOLE_CHILD_RATIOS
 from searchtome.generate.units import DEFAULT_DROP_BELOW, DEFAULT_MIN_CHARS
+from searchtome.limits import DEFAULT_SEED
 
-DEFAULT_SEED = 42
 # Defaults that differ for --endpoint local: a 135M model on a CPU needs a worked example,
 # tolerant parsing, few parallel requests and a short reply budget.
 # The local server batches concurrent requests (searchtome.llm.server), so it is fed as many

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchtome.errors import SearchTomeError, unknown_name
-from searchtome.generate.endpoint import Endpoint, generate, resolve_endpoint
+from searchtome.generate.endpoint import Endpoint, EndpointKind, generate, resolve_endpoint
 from searchtome.generate.manifest import BUILD_FORMAT, manifest_info
 from searchtome.generate.options import LOCAL_DEFAULTS, REMOTE_DEFAULTS, BuildOptions
 from searchtome.generate.output import up_to_date, write_output
@@ -182,7 +182,7 @@ def check_failures(opts: BuildOptions, summary: BuildSummary) -> None:
 def _configs(opts: BuildOptions, endpoint: Endpoint) -> _Configs:
     """Each stage's configuration, the endpoint's defaults filling what ``opts`` leaves open;
     every setting is checked here, before any book is fetched."""
-    defaults = LOCAL_DEFAULTS if endpoint.kind == "local" else REMOTE_DEFAULTS
+    defaults = LOCAL_DEFAULTS if endpoint.kind is EndpointKind.LOCAL else REMOTE_DEFAULTS
     if opts.strictness is not None and opts.strictness not in STRICTNESS:
         raise unknown_name("strictness", opts.strictness, STRICTNESS)
     if opts.split_rule not in RULES:

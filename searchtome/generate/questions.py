@@ -29,7 +29,7 @@ from typing import Any
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.generate.language import cjk_chars, language_problem
 
-# Reading replies moved to replies.py; its public names stay importable from here.
+# Replies are read in replies.py; these names are re-exported for code that imports them here.
 from searchtome.generate.replies import STRICTNESS as STRICTNESS
 from searchtome.generate.replies import ParsedReply, parse_reply, question_cap, screen_reply
 from searchtome.generate.replies import clean_question as clean_question
@@ -163,8 +163,8 @@ class FilterConfig:
     check_language: bool = True  # drop questions in another language than their passage
 
     def to_dict(self) -> dict[str, Any]:
-        """The manifest's record. ``check_language`` is recorded only when turned off, so a
-        build's manifest (and its bytes) stays what it was before the check existed."""
+        """The manifest's record. ``check_language`` is recorded only when turned off: the
+        default adds no key, so existing datasets' manifests (and their bytes) rebuild identical."""
         from dataclasses import asdict
 
         out = asdict(self)
@@ -290,6 +290,9 @@ class UnitOutcome:
     requests: int = 0  # requests actually sent (0 when everything came from the cache)
     repaired: bool = False
     note: str | None = None
+    # Replay met a request the cache lacks: the reply is missing, not unusable (a live build
+    # asks for it; `--endpoint cache` cannot).
+    not_cached: bool = False
 
     @property
     def ok(self) -> bool:
@@ -333,6 +336,11 @@ class QuestionGenerator:
         self.used_hosts: set[str] = set()
         self.missing: list[str] = []
         self._slots: asyncio.Semaphore | None = None
+
+    @property
+    def _replaying(self) -> bool:
+        # Without a client the only error `_ask` gives is a reply missing from the cache.
+        return self.client is None
 
     def _key(self, messages: Sequence[Mapping[str, str]]) -> CacheKey:
         return CacheKey(
@@ -420,7 +428,9 @@ class QuestionGenerator:
         content, finish, error, sent = await self._ask(unit.unit_id, messages)
         requests = int(sent)
         if error:
-            return UnitOutcome(unit.unit_id, n, error=error, requests=requests)
+            return UnitOutcome(
+                unit.unit_id, n, error=error, requests=requests, not_cached=self._replaying
+            )
         parsed = self._read(content, finish, n)
         if parsed.ok:
             return UnitOutcome(
@@ -433,7 +443,14 @@ class QuestionGenerator:
         content, finish, error, sent = await self._ask(unit.unit_id, repair)
         requests += int(sent)
         if error:
-            return UnitOutcome(unit.unit_id, n, error=error, requests=requests, repaired=True)
+            return UnitOutcome(
+                unit.unit_id,
+                n,
+                error=error,
+                requests=requests,
+                repaired=True,
+                not_cached=self._replaying,
+            )
         parsed = self._read(content, finish, n)
         if parsed.ok:
             return UnitOutcome(

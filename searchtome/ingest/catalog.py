@@ -335,8 +335,8 @@ def catalog_hash(catalog: Catalog) -> str:
     data = catalog.to_dict()
     facts = {b.book_id: book_facts(b).to_dict() for b in catalog.books}
     if any(facts.values()):
-        # Only catalogs that carry facts hash them, so the hash of a catalog without any (a
-        # user's own, the sample) is what it always was.
+        # Only catalogs that carry facts hash them, so a catalog without any (a user's own, the
+        # sample) keeps the hash its datasets' manifests record.
         data["facts"] = facts
     return stable_hash(data)
 

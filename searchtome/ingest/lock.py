@@ -9,8 +9,8 @@ One JSON file per catalog (see :func:`default_lock_path`)::
 ``books`` pins a file on its first download, so later downloads must be the same bytes.
 ``checks`` records, for the file first fetched, its page count, its outline's leaves and the
 outline depth whose leaves reproduce the paper's count, so every later build cuts the outline
-the same way (:func:`searchtome.ingest.depth.leaf_depth_for`). ``checks`` is optional: lock
-files written before it existed read as before.
+the same way (:func:`searchtome.ingest.depth.leaf_depth_for`). ``checks`` is optional: a lock
+file without it still reads.
 """
 
 from __future__ import annotations

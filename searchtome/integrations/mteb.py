@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from searchtome.limits import MAX_IDS
+
 try:
     from datasets import Dataset as HFDataset
     from mteb.abstasks.retrieval import AbsTaskRetrieval
@@ -255,11 +257,11 @@ class SearchTomeRetrieval(AbsTaskRetrieval):
 
 
 def predictions_to_run(
-    path: PathLike, split: str = "test", *, depth: int = 100, name: str | None = None
+    path: PathLike, split: str = "test", *, depth: int = MAX_IDS, name: str | None = None
 ) -> Run:
     """The run in an MTEB predictions file (``{task}_predictions.json``), every subset merged.
 
-    Each query keeps its ``depth`` best leaves (a submission holds at most 100), ordered by
+    Each query keeps its ``depth`` best leaves (a submission holds at most :data:`~searchtome.limits.MAX_IDS`), ordered by
     score, ties by id descending: the order pytrec_eval, and so MTEB, scores.
     """
     path = Path(path)

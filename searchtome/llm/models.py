@@ -96,7 +96,3 @@ def resolve(name_or_path: str) -> str:
     if key in {SMOLLM2, "smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct"}:
         return str(smollm2_path())
     return name_or_path
-
-
-def is_offline_model(name_or_path: str) -> bool:
-    return name_or_path.lower() in {MINILM, SMOLLM2}

@@ -24,13 +24,12 @@ _MODULES = {
     ),
     "qrels": ("Qrels",),
     "scorer": ("aggregate", "evaluate", "evaluate_arrays", "is_count", "mean_scores"),
-    "structure": ("STRUCTURE_MEASURES", "classify", "structure_flags"),
+    "structure": ("STRUCTURE_MEASURES", "NodeKind", "classify", "structure_flags"),
     "ties": (
         "TIE_RULE",
         "count_ties",
         "order_by_score",
         "run_from_scores",
-        "tied_queries",
         "to_ir_measures_dict",
     ),
 }

@@ -18,8 +18,7 @@ the ``ir`` extra is installed (:mod:`searchtome.metrics.external`); a clear erro
 extra otherwise.
 
 To add a measure: write a :class:`~searchtome.metrics.family.Family` subclass below (name,
-aliases, description, formula in the docstring, ``values``) and add an instance to
-:data:`FAMILIES`.
+aliases, description, formula in the docstring, ``values``) decorated with :func:`measure`.
 """
 
 from __future__ import annotations
@@ -29,18 +28,31 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.limits import MAX_IDS
 from searchtome.metrics import external
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.external import External
 from searchtome.metrics.family import Family, Ranked
 from searchtome.metrics.structure import STRUCTURE_FAMILIES
+from searchtome.registry import Registry
+
+# Every built-in measure family by its canonical name (one instance each).
+REGISTRY: Registry[Family] = Registry("measure")
+F = TypeVar("F", bound=type[Family])
 
 
+def measure(cls: F) -> F:
+    """Class decorator: register one instance of a :class:`Family` subclass under its name."""
+    REGISTRY.add(cls.name, cls())
+    return cls
+
+
+@measure
 class Recall(Family):
     """R@k = |relevant ids in the top k| / |relevant ids|   (trec_eval ``recall_k``)."""
 
@@ -55,6 +67,7 @@ class Recall(Family):
         )
 
 
+@measure
 class Success(Family):
     """Success@k = 1 if any relevant id is in the top k, else 0   (trec_eval ``success_k``)."""
 
@@ -66,6 +79,7 @@ class Success(Family):
         return ranked.hits[:, : cutoff or ranked.depth].any(axis=1).astype(np.float64)
 
 
+@measure
 class Precision(Family):
     """P@k = |relevant ids in the top k| / k   (trec_eval ``P_k``; short lists still divide by k)."""
 
@@ -78,6 +92,7 @@ class Precision(Family):
         return ranked.hits[:, :k].sum(axis=1) / float(k)
 
 
+@measure
 class NDCG(Family):
     """nDCG@k = DCG@k / IDCG@k, DCG@k = sum over ranks i <= k of rel_i / log2(i + 1).
 
@@ -101,6 +116,7 @@ class NDCG(Family):
         return np.divide(dcg, idcg, out=np.zeros(ranked.n_queries), where=idcg > 0)
 
 
+@measure
 class ReciprocalRank(Family):
     """RR@k = 1 / (rank of the first relevant id) if it is within the top k, else 0.
 
@@ -119,15 +135,9 @@ class ReciprocalRank(Family):
         return np.where(hits.any(axis=1), 1.0 / (first + 1.0), 0.0)
 
 
-FAMILIES: tuple[Family, ...] = (
-    Recall(),
-    Success(),
-    Precision(),
-    NDCG(),
-    ReciprocalRank(),
-    *STRUCTURE_FAMILIES,
-)
-REGISTRY: dict[str, Family] = {f.name: f for f in FAMILIES}
+for _flag in STRUCTURE_FAMILIES:
+    REGISTRY.add(_flag.name, _flag)
+FAMILIES: tuple[Family, ...] = tuple(REGISTRY.values())
 _ALIASES = {alias: f.name for f in FAMILIES for alias in (f.name.lower(), *f.aliases)}
 # Names other tools use for something else: refused with the reason (see the module docstring).
 _REFUSED = {
@@ -137,7 +147,7 @@ _REFUSED = {
     "computed here; for top-k accuracy name Success@k",
 }
 _MEASURE_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:[@_]\s*(\d+))?\s*$")
-# The deepest cut-off scored: trec_eval's deepest default (a submission ranks at most 100 ids,
+# The deepest cut-off scored: trec_eval's deepest default (a submission ranks at most MAX_IDS ids,
 # a TREC run conventionally 1000). Deeper ones only cost memory (an array as wide as k per query).
 MAX_CUTOFF = 1000
 
@@ -158,8 +168,9 @@ class Measure:
 
     @property
     def definition(self) -> Family:
-        found = REGISTRY.get(self.family)
-        return found if found is not None else _external_family(self.family)
+        if self.family in REGISTRY:
+            return REGISTRY.get(self.family)
+        return _external_family(self.family)
 
     @property
     def is_count(self) -> bool:
@@ -208,7 +219,7 @@ def check_cutoff(text: str | Measure, cutoff: str | float) -> int:
         shown = digits if len(digits) <= 12 else f"of {len(digits):,} digits"
         raise SearchTomeError(
             f"measure {str(text)[:60]!r}: cut-off {shown} is above {MAX_CUTOFF:,}, the deepest "
-            f"scored (submissions rank at most 100 ids); use a cut-off up to {MAX_CUTOFF:,}"
+            f"scored (submissions rank at most {MAX_IDS} ids); use a cut-off up to {MAX_CUTOFF:,}"
         )
     if float(cutoff) < 1 or float(cutoff) != int(float(cutoff)):
         raise SearchTomeError(

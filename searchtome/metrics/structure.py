@@ -9,6 +9,7 @@ ToC instead of relevance judgements, so they are scored only against a dataset.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -20,21 +21,34 @@ if TYPE_CHECKING:
     from searchtome.records import TocNode
 
 
-def classify(doc: str, book_id: str, nodes: Mapping[str, TocNode]) -> str:
+class NodeKind(StrEnum):
+    """What a submitted id is in the query's book (:func:`classify`)."""
+
+    LEAF = "leaf"
+    NON_LEAF = "non_leaf"  # a ToC node of the book that has children
+    INVALID = "invalid"  # no node of the book
+
+
+# Bound once: classify runs for every submitted id, and a module global is read faster than
+# an attribute of the enum class.
+_LEAF, _NON_LEAF, _INVALID = NodeKind.LEAF, NodeKind.NON_LEAF, NodeKind.INVALID
+
+
+def classify(doc: str, book_id: str, nodes: Mapping[str, TocNode]) -> NodeKind:
     """``leaf``, ``non_leaf`` (a ToC node of the book, not a leaf) or ``invalid`` (not in the book)."""
     node = nodes.get(doc)
     if node is None or node.book_id != book_id:
-        return "invalid"
-    return "leaf" if node.is_leaf else "non_leaf"
+        return _INVALID
+    return _LEAF if node.is_leaf else _NON_LEAF
 
 
 class StructureFamily(Family):
     """A flag: 1 if an id of the flagged kind is among the top k, else 0."""
 
-    kind: ClassVar[str]  # a value of :func:`classify`
+    kind: ClassVar[NodeKind]  # the kind of id it flags
     needs_dataset = True
 
-    def flag(self, kinds: Sequence[str], cutoff: int) -> bool:
+    def flag(self, kinds: Sequence[NodeKind], cutoff: int) -> bool:
         return self.kind in kinds[:cutoff]
 
 
@@ -43,7 +57,7 @@ class NonLeaf(StructureFamily):
 
     name = "NonLeaf"
     aliases = ("nonleaf", "non_leaf")
-    kind = "non_leaf"
+    kind = NodeKind.NON_LEAF
     description = "non-leaf at {k}: a ToC node with children in the top {k}"
 
 
@@ -52,7 +66,7 @@ class Invalid(StructureFamily):
 
     name = "Invalid"
     aliases = ("invalid",)
-    kind = "invalid"
+    kind = NodeKind.INVALID
     description = "invalid at {k}: an id that is not in the book in the top {k}"
 
 

@@ -53,13 +53,6 @@ def count_ties(scores: Sequence[float]) -> int:
     return sum(1 for a, b in pairwise(scores) if a == b)
 
 
-def tied_queries(run: Run) -> list[str]:
-    """Query ids whose ranked list has at least two equal adjacent scores."""
-    if not run.scores:
-        return []
-    return [qid for qid, s in run.scores.items() if count_ties(s)]
-
-
 def tie_groups(scores: Sequence[float]) -> list[tuple[int, int]]:
     """``[start, end)`` index ranges of two or more adjacent equal scores."""
     groups: list[tuple[int, int]] = []

@@ -136,7 +136,7 @@ def test_the_runner_rejects_a_run_that_breaks_the_contract(tiny_dataset, monkeyp
         return Run("fake", rankings)
 
     monkeypatch.setitem(
-        registry._REGISTRY, "fake", registry.BaselineSpec("fake", "test", _Cfg, fake)
+        registry.BASELINES._entries, "fake", registry.BaselineSpec("fake", "test", _Cfg, fake)
     )
     run, meta, _ = execute("fake", ds, "dev")
     assert meta["split"] == "dev" and len(run) == len(ds.queries("dev"))
@@ -146,7 +146,7 @@ def test_the_runner_rejects_a_run_that_breaks_the_contract(tiny_dataset, monkeyp
         check_run(Run("x", {}), ds, "dev")
     # A free-form baseline (zero-shot replies) keeps ids that name no leaf, for the scorer.
     monkeypatch.setitem(
-        registry._REGISTRY, "fake", registry.BaselineSpec("fake", "test", _FreeCfg, fake)
+        registry.BASELINES._entries, "fake", registry.BaselineSpec("fake", "test", _FreeCfg, fake)
     )
     run, _, _ = execute("fake", ds, "dev", overrides=["leak=true"])
     book_of = {q.query_id: q.book_id for q in ds.queries("dev")}
@@ -189,7 +189,7 @@ def test_tune_ranks_by_the_macro_mean_over_domains_unless_told(tiny_dataset, mon
         return Run("fake", rankings)
 
     monkeypatch.setitem(
-        registry._REGISTRY, "fake", registry.BaselineSpec("fake", "test", _PickCfg, fake)
+        registry.BASELINES._entries, "fake", registry.BaselineSpec("fake", "test", _PickCfg, fake)
     )
     grid = {"pick": ["a", "b"]}
     micro = tune("fake", ds, grid, aggregate="micro")

@@ -268,6 +268,8 @@ def test_generation_caches_every_reply(tmp_path):
     )
     outcomes = other.run(UNITS)
     assert all(o.error == "not in the cache (replay mode)" for o in outcomes)
+    # The build tells a missing reply from an unusable one by this flag, not by the message.
+    assert all(o.not_cached for o in outcomes) and not any(o.not_cached for o in first)
 
 
 def test_malformed_reply_gets_one_repair(tmp_path):
