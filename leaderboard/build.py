@@ -380,7 +380,7 @@ def build_leaderboard(
     result = LeaderboardResult(
         out_dir=out,
         split=split,
-        dataset={k: v for k, v in dataset.manifest.items() if k != "files"},
+        dataset=dataset.manifest.to_dict(files=False),
         entries=entries,
         rejected=rejected,
         comparison=comparison,

@@ -25,14 +25,15 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from searchtome.dataset.manifest import BuildRecord
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.generate.endpoint import Endpoint, generate, resolve_endpoint
-from searchtome.generate.manifest import BUILD_FORMAT, manifest_info
+from searchtome.generate.manifest import BUILD_FORMAT, BuildFacts, manifest_info
 from searchtome.generate.options import LOCAL_DEFAULTS, REMOTE_DEFAULTS, BuildOptions
-from searchtome.generate.output import up_to_date, write_output
+from searchtome.generate.output import BuildOutput, up_to_date, write_output
 from searchtome.generate.paper import check_leaves, paper_comparison
 from searchtome.generate.questions import (
     STRICTNESS,
@@ -110,8 +111,7 @@ def build(opts: BuildOptions) -> BuildSummary:
     queries, split = _split(kept, by_unit, configs.split, summary)
     summary.paper = paper_comparison(sources, extractions, queries)
 
-    info = manifest_info(
-        opts,
+    facts = BuildFacts(
         collection,
         sources,
         configs.generation,
@@ -121,12 +121,13 @@ def build(opts: BuildOptions) -> BuildSummary:
         split,
         summary,
     )
+    info = manifest_info(opts, facts)
     report = _report(summary, removed, texts.dropped_units)
     if summary.paper:  # left out without figures, so such builds keep their report and bytes
         report["paper_comparison"] = summary.paper
     fingerprint = stable_hash(
         {
-            "info": info,
+            "info": info.to_dict(files=False, format=False),
             "report": report,
             "queries": [q.to_dict() for q in queries],
             "extractions": {s.book.book_id: extract_key(s, opts.infer_toc) for s in sources},
@@ -134,13 +135,12 @@ def build(opts: BuildOptions) -> BuildSummary:
             "card": opts.card,
         }
     )
-    info["build"] = {"format": BUILD_FORMAT, "fingerprint": fingerprint}
+    info = replace(info, build=BuildRecord(format=BUILD_FORMAT, fingerprint=fingerprint))
     if up_to_date(opts.out, fingerprint):
         summary.up_to_date = True
         summary.stages["write"] = "skipped (up to date)"
     else:
-        write_output(
-            opts,
+        output = BuildOutput(
             sources,
             extractions,
             texts.toc,
@@ -152,6 +152,7 @@ def build(opts: BuildOptions) -> BuildSummary:
             report,
             split,
         )
+        write_output(opts, output)
         summary.stages["write"] = "done"
     summary.seconds = time.monotonic() - start
     return summary

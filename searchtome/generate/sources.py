@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from searchtome.dataset.manifest import CatalogCollection, PdfDirCollection
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.generate.options import BuildOptions
 from searchtome.io import atomic_dir, commit_dir, sha256_file, stable_hash
@@ -118,11 +119,10 @@ def books_from_pdf_dir(opts: BuildOptions) -> tuple[list[BookSource], dict[str, 
         sources = [s for s in sources if s.book.book_id in opts.books]
     info = {
         "name": opts.name or f"searchtome-{folder.resolve().name}",
-        "collection": {
-            "kind": "pdf-dir",
-            "files": {s.pdf.name: s.sha256 for s in sources},
-            "metadata_sha256": stable_hash(meta) if meta else None,
-        },
+        "collection": PdfDirCollection(
+            files={s.pdf.name: s.sha256 for s in sources},
+            metadata_sha256=stable_hash(meta) if meta else None,
+        ),
     }
     return sources, info
 
@@ -148,13 +148,12 @@ def books_from_catalog(opts: BuildOptions) -> tuple[list[BookSource], dict[str, 
     info = {
         "name": opts.name or catalog.name,
         "description": catalog.description or None,
-        "collection": {
-            "kind": "catalog",
-            "catalog": catalog.name,
-            "catalog_version": catalog.version,
-            "catalog_sha256": catalog_hash(catalog),
-            "books": sorted(s.book.book_id for s in sources),
-        },
+        "collection": CatalogCollection(
+            catalog=catalog.name,
+            catalog_version=catalog.version,
+            catalog_sha256=catalog_hash(catalog),
+            books=tuple(sorted(s.book.book_id for s in sources)),
+        ),
     }
     fetched = Counter(result.sources.values())
     info["_fetch"] = ", ".join(f"{n} from {k}" for k, n in sorted(fetched.items()))
