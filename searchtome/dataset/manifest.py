@@ -579,11 +579,15 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
         options = [a for a in get_args(hint) if a is not type(None)]
         if value is None:
             return None
+        nested = None
         for option in options:
             try:
                 return _convert(value, option, where)
-            except _Bad:
-                continue
+            except _Bad as bad:
+                # the value had this option's shape and one of its parts is wrong: say which
+                nested = bad if bad.where != where else nested
+        if nested is not None:
+            raise nested
         raise _Bad(where, f"expected {_name(hint)}, not {_kind(value)} {_short(value)}")
     if isinstance(hint, type) and issubclass(hint, Record):
         return hint.from_dict(value, where)
