@@ -33,6 +33,7 @@ from searchtome.dataset.manifest import (
 )
 from searchtome.dataset.repro_release import (
     Release,
+    ReleaseSplitRecord,
     book_metadata,
     data_root,
     find_book,
@@ -342,14 +343,14 @@ def _manifest_info(
         books=(book_id,),
         generation=_generation_info(release.questions, release.removals, split_manifest),
         split=ReleaseSplit(
-            rule=f"grouped by generation unit ({split_manifest.get('algorithm_version', '?')})",
-            seed=split_manifest.get("seed"),
-            group_key=split_manifest.get("group_key"),
+            rule=f"grouped by generation unit ({split_manifest.algorithm_version})",
+            seed=split_manifest.seed,
+            group_key=split_manifest.group_key,
             counts={s: len(release.questions[s]) for s in SPLITS},
-            unit_counts=split_manifest.get("actual_unit_counts"),
-            leaf_coverage=split_manifest.get("leaf_coverage"),
-            constraints=split_manifest.get("constraints"),
-            paper_reference_counts=split_manifest.get("paper_reference_counts"),
+            unit_counts=split_manifest.actual_unit_counts,
+            leaf_coverage=split_manifest.leaf_coverage,
+            constraints=split_manifest.constraints,
+            paper_reference_counts=split_manifest.paper_reference_counts,
         ),
         source=Source(
             kind=REPRO_FORMAT,
@@ -418,7 +419,7 @@ def _write(
 def _generation_info(
     questions: Mapping[str, list[dict[str, Any]]],
     removals: list[dict[str, Any]],
-    split_manifest: Mapping[str, Any],
+    split_manifest: ReleaseSplitRecord,
 ) -> ReleaseGeneration:
     """The generation settings the questions record (one value each, or every value seen)."""
     rows = [q for split in SPLITS for q in questions[split]]
@@ -442,8 +443,10 @@ def _generation_info(
         endpoint_kind="not recorded in the release",
         prompt_version=values("generation_prompt_version"),
         seed=values("generation_seed"),
-        questions_generated=split_manifest.get("total_questions", len(rows)),
-        units=split_manifest.get("total_units"),
+        questions_generated=(
+            len(rows) if split_manifest.total_questions is None else split_manifest.total_questions
+        ),
+        units=split_manifest.total_units,
         filters={"paragraphs removed before unit building": dict(sorted(reasons.items()))},
         hand_written=sum(1 for q in rows if not q.get("model_generated", True)),
     )
