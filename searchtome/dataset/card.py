@@ -299,8 +299,9 @@ def _counts(ds: Dataset) -> list[str]:
 def _provenance(manifest: DatasetManifest) -> list[str]:
     """Where the data came from: the source, leaf text, excluded entries, generation, splits."""
     lines = ["", "## How the data was made", ""]
+    # Every recorded generation setting becomes a table row, so the record is rendered whole.
     generation = manifest.generation.to_dict() if manifest.generation else {}
-    model = str(generation.get("model") or "")
+    model = str(manifest.generation.model or "") if manifest.generation else ""
     if "smollm" in model.lower():
         lines += [
             "> **Demo-quality questions.** They were written by a 135M-parameter model so the "

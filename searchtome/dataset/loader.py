@@ -167,7 +167,31 @@ def load(source: PathLike) -> Dataset:
     leaves = [Leaf.from_dict(r) for r in read_parquet(root / CORPUS_FILE)]
     has_manifest = (root / MANIFEST_FILE).exists()
     manifest = read_manifest(root / MANIFEST_FILE) if has_manifest else DatasetManifest.missing()
-    blind = manifest.blind_split
+    queries = _read_queries(root, manifest.blind_split)
+    paragraphs = (
+        [Paragraph.from_dict(r) for r in read_parquet(root / PARAGRAPHS_FILE)]
+        if (root / PARAGRAPHS_FILE).exists()
+        else []
+    )
+    units = (
+        [Unit.from_dict(r) for r in read_parquet(root / UNITS_FILE)]
+        if (root / UNITS_FILE).exists()
+        else []
+    )
+    return Dataset(
+        root=root,
+        books=books,
+        _toc=toc,
+        _leaves=leaves,
+        _queries=queries,
+        _paragraphs=paragraphs,
+        _units=units,
+        manifest=manifest,
+    )
+
+
+def _read_queries(root: Path, blind: str | None) -> list[Query]:
+    """Every split's queries with their gold leaf (``""`` for the held-back ``blind`` split)."""
     queries: list[Query] = []
     for split in SPLITS:
         qpath, rpath = root / queries_file(split), root / qrels_file(split)
@@ -192,23 +216,4 @@ def load(source: PathLike) -> Dataset:
                     model_generated=bool(r.get("model_generated", True)),
                 )
             )
-    paragraphs = (
-        [Paragraph.from_dict(r) for r in read_parquet(root / PARAGRAPHS_FILE)]
-        if (root / PARAGRAPHS_FILE).exists()
-        else []
-    )
-    units = (
-        [Unit.from_dict(r) for r in read_parquet(root / UNITS_FILE)]
-        if (root / UNITS_FILE).exists()
-        else []
-    )
-    return Dataset(
-        root=root,
-        books=books,
-        _toc=toc,
-        _leaves=leaves,
-        _queries=queries,
-        _paragraphs=paragraphs,
-        _units=units,
-        manifest=manifest,
-    )
+    return queries

@@ -23,13 +23,12 @@ keys recorded as ``null``, are kept in ``extra`` and written back as they were.
 from __future__ import annotations
 
 import dataclasses
-import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any
 
+from searchtome.document import NOT_WRITTEN, FieldError, Record, read_record
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, read_json, sha256_file, write_json
 
@@ -37,64 +36,6 @@ MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 1
 FORMAT_PREFIX = "searchtome-dataset-v"
 FORMAT_VERSION = f"{FORMAT_PREFIX}{MANIFEST_VERSION}"
-
-
-class _Bad(Exception):
-    """A value of the wrong type at ``where`` (a dotted field path); becomes one error line."""
-
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(f"{where}: {message}")
-        self.where = where
-
-
-S = TypeVar("S", bound="Record")
-_NOT_WRITTEN: Mapping[str, Any] = types.MappingProxyType(
-    {"written": False}
-)  # a field kept off JSON
-
-
-@dataclass(frozen=True)
-class Record:
-    """A part of the manifest: typed fields, plus ``extra`` for the keys it does not model.
-
-    ``None`` means "not recorded" and is left out when written, except for the fields in
-    ``NULLS``: the writers of those parts record every field, ``null`` included.
-    """
-
-    NULLS: ClassVar[frozenset[str]] = frozenset()
-
-    @classmethod
-    def from_dict(cls: type[S], data: Mapping[str, Any], where: str = "") -> S:
-        return _read_record(cls, data, where)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            if f.name == "extra" or not f.metadata.get("written", True):
-                continue
-            value = getattr(self, f.name)
-            if value is not None or f.name in self.NULLS:
-                out[f.name] = _plain(value)
-        out.update(getattr(self, "extra", {}))
-        return out
-
-
-def _read_record(cls: type[S], data: Any, where: str) -> S:
-    if not isinstance(data, Mapping):
-        raise _Bad(where or "manifest", f"expected an object, not {_kind(data)} {_short(data)}")
-    hints = _hints(cls)
-    values: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in hints or (value is None and key not in cls.NULLS):
-            extra[key] = value  # kept as written, so the bytes survive a round trip
-        else:
-            values[key] = _convert(value, hints[key], _join(where, key))
-    for f in dataclasses.fields(cls):
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        if required and f.name not in values:
-            raise _Bad(_join(where, f.name), "missing")
-    return cls(**values, extra=extra)  # type: ignore[call-arg]
 
 
 # -- the parts -------------------------------------------------------------------------------------
@@ -319,7 +260,7 @@ class BlindInfo(Record):
     format: str | None = None
     note: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-    private: bool = field(default=False, metadata=_NOT_WRITTEN)
+    private: bool = field(default=False, metadata=NOT_WRITTEN)
 
 
 # -- the document ----------------------------------------------------------------------------------
@@ -369,7 +310,7 @@ class DatasetManifest(Record):
                 body = UPGRADES[step](body)
             body.pop("format", None)
             return _read_document(body)
-        except _Bad as bad:
+        except FieldError as bad:
             raise SearchTomeError(
                 f"{label}: {bad}; fix or remove that field (or rebuild the dataset)"
             ) from None
@@ -431,14 +372,14 @@ def _read_document(body: dict[str, Any]) -> DatasetManifest:
     if isinstance(collection, Mapping):
         kind_name = collection.get("kind", "catalog")
         if kind_name not in _COLLECTIONS:
-            raise _Bad("collection.kind", f"{kind_name!r} is not one of catalog, pdf-dir")
+            raise FieldError("collection.kind", f"{kind_name!r} is not one of catalog, pdf-dir")
         parts["collection"] = _COLLECTIONS[kind_name].from_dict(
             body.pop("collection"), "collection"
         )
     blind = body.get("blind")
     if isinstance(blind, str):  # the private half's short form
         parts["blind"] = BlindInfo(split=body.pop("blind"), private=True)
-    return dataclasses.replace(_read_record(DatasetManifest, body, ""), **parts)
+    return dataclasses.replace(read_record(DatasetManifest, body, ""), **parts)
 
 
 def _version(fmt: Any) -> int:
@@ -447,9 +388,9 @@ def _version(fmt: Any) -> int:
     text = str(fmt)
     number = text.removeprefix(FORMAT_PREFIX)
     if not isinstance(fmt, str) or not text.startswith(FORMAT_PREFIX) or not number.isdigit():
-        raise _Bad("format", f"{fmt!r} is not a SearchTome dataset format ({FORMAT_VERSION})")
+        raise FieldError("format", f"{fmt!r} is not a SearchTome dataset format ({FORMAT_VERSION})")
     if int(number) > MANIFEST_VERSION:
-        raise _Bad(
+        raise FieldError(
             "format",
             f"{fmt} is newer than this searchtome reads ({FORMAT_VERSION}); upgrade searchtome",
         )
@@ -557,106 +498,3 @@ def diff_hashes(
 def verify_manifest(out_dir: PathLike) -> list[str]:
     """Differences between the files on disk and ``manifest.json`` (empty when they agree)."""
     return diff_hashes(read_manifest(out_dir).files, file_hashes(out_dir))
-
-
-# -- the typed conversion --------------------------------------------------------------------------
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    names = {
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.name not in ("extra", "version") and f.metadata.get("written", True)
-    }
-    return {k: v for k, v in get_type_hints(cls).items() if k in names}
-
-
-def _convert(value: Any, hint: Any, where: str) -> Any:
-    """``value`` checked against ``hint``: records become dataclasses, arrays tuples."""
-    origin = get_origin(hint)
-    if hint is Any:
-        return value
-    if origin in (Union, types.UnionType):
-        options = [a for a in get_args(hint) if a is not type(None)]
-        if value is None:
-            return None
-        nested = None
-        for option in options:
-            try:
-                return _convert(value, option, where)
-            except _Bad as bad:
-                # the value had this option's shape and one of its parts is wrong: say which
-                nested = bad if bad.where != where else nested
-        if nested is not None:
-            raise nested
-        raise _Bad(where, f"expected {_name(hint)}, not {_kind(value)} {_short(value)}")
-    if isinstance(hint, type) and issubclass(hint, Record):
-        return hint.from_dict(value, where)
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise _Bad(where, f"expected a list, not {_kind(value)} {_short(value)}")
-        item = get_args(hint)[0]
-        return tuple(_convert(v, item, f"{where}[{i}]") for i, v in enumerate(value))
-    if origin is list:
-        if not isinstance(value, list):
-            raise _Bad(where, f"expected a list, not {_kind(value)} {_short(value)}")
-        return [_convert(v, get_args(hint)[0], f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin in (Mapping, dict):
-        if not isinstance(value, Mapping):
-            raise _Bad(where, f"expected an object, not {_kind(value)} {_short(value)}")
-        item = get_args(hint)[1]
-        return {k: _convert(v, item, _join(where, k)) for k, v in value.items()}
-    if _matches(value, hint):
-        return value
-    raise _Bad(where, f"expected {_name(hint)}, not {_kind(value)} {_short(value)}")
-
-
-def _matches(value: Any, hint: Any) -> bool:
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    return isinstance(value, hint)
-
-
-def _plain(value: Any) -> Any:
-    """The JSON value of a field: records as objects, tuples as lists."""
-    if isinstance(value, Record):
-        return value.to_dict()
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
-        type(value), "null" if value is None else f"a {type(value).__name__}"
-    )
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return f"({text[:40]}...)" if len(text) > 43 else f"({text})"
-
-
-def _name(hint: Any) -> str:
-    origin = get_origin(hint)
-    if origin in (Union, types.UnionType):
-        names = [_name(a) for a in get_args(hint) if a is not type(None)]
-        return " or ".join(dict.fromkeys(names))
-    if isinstance(hint, type) and issubclass(hint, Record):
-        return "an object"
-    if origin in (tuple, list):
-        return "a list"
-    if origin in (Mapping, dict):
-        return "an object"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(
-        hint, str(hint)
-    )
