@@ -31,7 +31,7 @@ from searchtome.dataset.manifest import (
 from searchtome.errors import SearchTomeError
 from searchtome.generate.options import BuildOptions
 from searchtome.generate.questions import DEFAULT_PROMPT, GenerationConfig, load_prompt
-from searchtome.generate.sources import BookSource
+from searchtome.generate.sources import BookSource, CollectionInfo
 from searchtome.generate.splits import SplitResult
 from searchtome.generate.summary import BuildSummary
 from searchtome.generate.units import UnitConfig
@@ -47,7 +47,7 @@ SPLITS_FILE = "splits.json"
 class BuildFacts:
     """What one build hands its manifest: the books, the stage configurations and results."""
 
-    collection: Mapping[str, Any]  # name, description and the typed collection record
+    collection: CollectionInfo
     sources: Sequence[BookSource]
     generation: GenerationConfig
     sampling: SamplingParams
@@ -65,9 +65,9 @@ def manifest_info(opts: BuildOptions, facts: BuildFacts) -> DatasetManifest:
 
     collection = facts.collection
     return DatasetManifest(
-        name=collection.get("name"),
-        description=opts.description or collection.get("description"),
-        collection=collection["collection"],
+        name=collection.name,
+        description=opts.description or collection.description,
+        collection=collection.record,
         versions=Versions(
             searchtome=__version__, pymupdf=pymupdf.VersionBind, pyarrow=pyarrow.__version__
         ),

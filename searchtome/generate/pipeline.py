@@ -45,6 +45,7 @@ from searchtome.generate.questions import (
 )
 from searchtome.generate.sources import (
     BookSource,
+    CollectionInfo,
     books_from_catalog,
     books_from_pdf_dir,
     extract_all,
@@ -225,7 +226,7 @@ def _configs(opts: BuildOptions, endpoint: Endpoint) -> _Configs:
     return _Configs(generation, sampling, units, split)
 
 
-def _books(opts: BuildOptions, summary: BuildSummary) -> tuple[list[BookSource], dict[str, Any]]:
+def _books(opts: BuildOptions, summary: BuildSummary) -> tuple[list[BookSource], CollectionInfo]:
     if opts.pdf_dir is not None:
         if opts.source_dir is not None:
             raise SearchTomeError("--source-dir belongs to catalog builds; drop it with --pdf-dir")
@@ -233,7 +234,7 @@ def _books(opts: BuildOptions, summary: BuildSummary) -> tuple[list[BookSource],
         summary.stages["fetch"] = f"{len(sources)} local PDF(s)"
     else:
         sources, collection = books_from_catalog(opts)
-        summary.stages["fetch"] = collection.pop("_fetch", "done")
+        summary.stages["fetch"] = collection.fetched
     summary.books = len(sources)
     return sources, collection
 
