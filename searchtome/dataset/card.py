@@ -30,7 +30,7 @@ from searchtome.dataset.card_header import (
 )
 from searchtome.dataset.layout import CARD_FILE, CORPUS_FILE, MANIFEST_FILE, write_manifest
 from searchtome.dataset.loader import Dataset, load
-from searchtome.dataset.manifest import DatasetManifest, read_manifest
+from searchtome.dataset.manifest import DatasetManifest, Source, read_manifest
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, atomic_write
 from searchtome.records import SPLITS
@@ -309,7 +309,7 @@ def _provenance(manifest: DatasetManifest) -> list[str]:
             "",
         ]
     source = manifest.source
-    if source is not None and source.repository:
+    if isinstance(source, Source) and source.repository:
         licence = source.license  # always recorded by `import repro` (null prints as None)
         lines += [
             f"Imported from an independent reproduction's release ({source.repository}, "

@@ -281,7 +281,7 @@ class DatasetManifest(Record):
     generation: Generation | ReleaseGeneration | None = None
     split: BuildSplit | ReleaseSplit | None = None
     restrictions: Mapping[str, tuple[str, ...]] | None = None
-    source: Source | None = None
+    source: Source | str | None = None  # a string: a note of where a derived copy came from
     id_map: str | None = None
     leaf_text: str | None = None
     non_retrieval_leaves: tuple[NonRetrievalLeaf, ...] | None = None
@@ -347,7 +347,7 @@ class DatasetManifest(Record):
     @property
     def imported_from(self) -> str | None:
         """The repository of the foreign release this dataset was converted from."""
-        return self.source.repository if self.source is not None else None
+        return self.source.repository if isinstance(self.source, Source) else None
 
     @property
     def label(self) -> str | None:

@@ -153,6 +153,8 @@ PUBLIC = {
     "searchtome_version": "0.1.0",
 }
 PRIVATE = {"blind": "test", "files": FILES, "format": FORMAT_VERSION, "name": "x (private)"}
+# benchmarks/contention.py's slices of a dataset: the source is the folder they were cut from.
+SLICE = {"files": FILES, "format": FORMAT_VERSION, "name": "first-12-leaves", "source": "/tmp/wc"}
 
 # An early build manifest (4b244dd, the first `searchtome build`): no ToC depths, prompt hash,
 # questions per unit, unit sizes or counts yet; a key this version does not model.
@@ -178,8 +180,16 @@ EARLY_BUILD: dict[str, Any] = {
 
 @pytest.mark.parametrize(
     "data",
-    [BUILD, {**BUILD, "collection": CATALOG}, RELEASE, PUBLIC, PRIVATE, EARLY_BUILD],
-    ids=["build", "catalog-build", "release", "blind-public", "blind-private", "early-build"],
+    [BUILD, {**BUILD, "collection": CATALOG}, RELEASE, PUBLIC, PRIVATE, EARLY_BUILD, SLICE],
+    ids=[
+        "build",
+        "catalog-build",
+        "release",
+        "blind-public",
+        "blind-private",
+        "early-build",
+        "slice",
+    ],
 )
 def test_every_shape_reads_back_and_writes_the_same_bytes(data: dict[str, Any]) -> None:
     before = copy.deepcopy(data)
@@ -221,6 +231,8 @@ def test_fields_are_typed_by_part() -> None:
         "future_key": {"kept": [1, 2]}
     }
     assert isinstance(DatasetManifest.from_dict(BUILD).collection, PdfDirCollection)
+    sliced = DatasetManifest.from_dict(SLICE)
+    assert sliced.source == "/tmp/wc" and sliced.imported_from is None
 
 
 def test_version_0_is_upgraded_explicitly() -> None:
