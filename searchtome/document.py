@@ -85,7 +85,7 @@ def _hints(cls: type) -> dict[str, Any]:
     names = {
         f.name
         for f in dataclasses.fields(cls)
-        if f.name not in ("extra", "version") and f.metadata.get("written", True)
+        if f.name != "extra" and f.metadata.get("written", True)
     }
     return {k: v for k, v in get_type_hints(cls).items() if k in names}
 

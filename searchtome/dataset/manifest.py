@@ -268,7 +268,7 @@ class BlindInfo(Record):
 class DatasetManifest(Record):
     """A dataset folder's ``manifest.json``. ``version`` is written as ``format``."""
 
-    version: int = MANIFEST_VERSION
+    version: int = field(default=MANIFEST_VERSION, metadata=NOT_WRITTEN)  # written as format
     name: str | None = None
     pretty_name: str | None = None  # hand-written only: the card's pretty_name
     description: str | None = None
@@ -325,7 +325,6 @@ class DatasetManifest(Record):
         """The JSON object; ``files=False`` / ``format=False`` leave those keys out (the build
         fingerprint covers neither, a leaderboard records no file list)."""
         out = super().to_dict()
-        del out["version"]
         if self.blind is not None and self.blind.private:
             out["blind"] = self.blind.split
         if not files or (self.version == 0 and not self.files):

@@ -327,3 +327,10 @@ def test_the_imported_release_reads_back_byte_for_byte(tmp_path: Path) -> None:
     assert dumps(manifest.to_dict()) == text
     assert manifest.source is not None and manifest.source.license == "CC BY-NC-SA 4.0"
     assert isinstance(manifest.split, ReleaseSplit) and manifest.split.seed == 42
+
+
+def test_a_hand_written_version_key_is_data_not_the_format_version() -> None:
+    data = {"format": FORMAT_VERSION, "name": "mine", "version": "2026-12", "files": {}}
+    manifest = DatasetManifest.from_dict(data)
+    assert manifest.version == MANIFEST_VERSION and manifest.label == "2026-12"
+    assert dumps(manifest.to_dict()) == dumps(data)
