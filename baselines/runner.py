@@ -153,15 +153,15 @@ def dataset_facts(dataset: Any) -> dict[str, Any]:
 
     manifest = dataset.root / "manifest.json"
     digest = sha256_file(manifest) if manifest.is_file() else None
-    m = dataset.manifest or {}
-    label = m.get("name") or dataset.root.name
-    version = m.get("revision") or m.get("version")
+    m = dataset.manifest
+    label = m.name or dataset.root.name
+    version = m.label
     revision = f"{label}@{version}" if version else label
     if digest:
         revision += f" (manifest sha256:{digest[:16]})"
     return {
         "path": portable_path(dataset.root, "<DATA>"),
-        "name": m.get("name"),
+        "name": m.name,
         "revision": revision,
         "manifest_sha256": digest,
         "books": dataset.book_ids(),

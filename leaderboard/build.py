@@ -35,7 +35,6 @@ from searchtome.leaderboard.results import (
     LeaderboardSettings,
     LearningCurve,
     PairedAnalysis,
-    dataset_record,
     relative,
 )
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
@@ -384,7 +383,7 @@ def build_leaderboard(
     result = LeaderboardResult(
         out_dir=Path(out_dir),
         split=o.split,
-        dataset=dataset_record(dataset.manifest),
+        dataset=dataset.manifest.to_dict(files=False),
         entries=entries,
         rejected=rejected,
         comparison=comparison,

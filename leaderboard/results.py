@@ -106,11 +106,6 @@ def dataset_facts(manifest: Mapping[str, Any]) -> DatasetFacts:
     )
 
 
-def dataset_record(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The manifest as ``leaderboard.json`` records it: everything but the file hashes."""
-    return {k: v for k, v in manifest.items() if k != "files"}
-
-
 # -- one system's row ----------------------------------------------------------------------
 
 
@@ -310,7 +305,7 @@ class LeaderboardResult:
 
     out_dir: Path
     split: str
-    dataset: dict[str, Any]  # the manifest as recorded (:func:`dataset_record`)
+    dataset: dict[str, Any]  # the manifest as recorded: everything but the file hashes
     entries: list[Entry]
     rejected: list[ValidationReport]
     comparison: ComparisonReport | None

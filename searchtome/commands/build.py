@@ -105,26 +105,11 @@ def options_from_args(args: argparse.Namespace) -> BuildOptions:
     if not args.settings_from:
         return make_config(BuildOptions, None, given, typed=True)
     recorded = read_recorded_settings(args.settings_from)
-    _check_pdf_dir(recorded.path, given)
+    recorded.check_pdf_dir(given_pdf_dir="pdf_dir" in given)
     opts = make_config(BuildOptions, recorded.values, given, source=str(recorded.path), typed=True)
     if "prompt" not in given:
         recorded.check_prompt(opts.prompt)
     return opts
-
-
-def _check_pdf_dir(manifest: Path, given: dict[str, Any]) -> None:
-    """A dataset built from local PDFs is rebuilt from them: say so before any download."""
-    from searchtome.errors import SearchTomeError
-    from searchtome.io import read_json
-
-    collection = read_json(manifest).get("collection") or {}
-    if collection.get("kind") == "pdf-dir" and "pdf_dir" not in given:
-        files = ", ".join(sorted(collection.get("files") or {})) or "its PDFs"
-        raise SearchTomeError(
-            f"{manifest}: was built from local PDFs ({files}); rebuild it with "
-            f"--settings-from {manifest.parent} --pdf-dir FOLDER, FOLDER holding those files "
-            "(their SHA-256 are in the manifest's collection.files)"
-        )
 
 
 def _command(args: argparse.Namespace) -> int:

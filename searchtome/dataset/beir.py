@@ -221,9 +221,9 @@ def check_splits(splits: Sequence[str]) -> list[str]:
 
 def source_info(ds: Dataset) -> dict[str, Any]:
     """Which dataset the export came from (name and the manifest's own hash of its corpus)."""
-    files = ds.manifest.get("files", {})
+    corpus = ds.manifest.files.get("corpus.parquet")
     return {
-        "name": ds.manifest.get("name"),
-        "corpus_sha256": files.get("corpus.parquet", {}).get("sha256"),
+        "name": ds.manifest.name,
+        "corpus_sha256": corpus.sha256 if corpus is not None else None,
         "books": ds.book_ids(),
     }

@@ -49,6 +49,7 @@ from searchtome.dataset.layout import (
     write_manifest,
 )
 from searchtome.dataset.loader import Dataset, load
+from searchtome.dataset.manifest import BlindInfo, DatasetManifest
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.io import (
     PathLike,
@@ -67,7 +68,6 @@ BLIND_FORMAT = "searchtome-blind-v1"
 SOURCE_MANIFEST = "source-manifest.json"
 PUBLIC_COPIES = (CORPUS_FILE, BOOKS_FILE, TOC_FILE, PARAGRAPHS_FILE)
 KEY_BYTES = 32
-MANIFEST_KEEP = ("name", "description", "searchtome_version", "books", "license")
 
 
 @dataclass(frozen=True)
@@ -129,14 +129,20 @@ def _write_public(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> N
         write_parquet(out / queries_file(s), rows, blind_schema if s == split else full_schema)
         if s != split:
             write_parquet(out / qrels_file(s), _qrel_rows(queries, ids), schema("qrels"))
-    source = ds.manifest
-    info = {k: source[k] for k in MANIFEST_KEEP if k in source}
-    info["blind"] = {
-        "split": split,
-        "format": BLIND_FORMAT,
-        "note": f"the {split} queries' gold is held back; query and unit ids are opaque",
-    }
-    write_manifest(out, info)
+    source = ds.manifest  # reduced to what identifies the data: no generation or split record
+    public = DatasetManifest(
+        name=source.name,
+        description=source.description,
+        searchtome_version=source.searchtome_version,
+        books=source.books,
+        license=source.license,
+        blind=BlindInfo(
+            split=split,
+            format=BLIND_FORMAT,
+            note=f"the {split} queries' gold is held back; query and unit ids are opaque",
+        ),
+    )
+    write_manifest(out, public)
     from searchtome.dataset.card import write_card  # the card reads the public folder back
 
     write_card(out)
@@ -176,7 +182,8 @@ def _write_private(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> 
             "source_query_ids": dict(sorted(public_ids.items())),
         },
     )
-    write_manifest(out, {"name": f"{ds.manifest.get('name', 'dataset')} (private)", "blind": split})
+    name = f"{ds.manifest.name or 'dataset'} (private)"
+    write_manifest(out, DatasetManifest(name=name, blind=BlindInfo(split=split, private=True)))
 
 
 def _release_key(private: Path, split: str) -> bytes:
@@ -200,7 +207,7 @@ def make_blind(full: PathLike, public: PathLike, private: PathLike, split: str) 
     if split not in SPLITS:
         raise unknown_name("blind split", split, SPLITS)
     ds = load(src)
-    if ds.manifest.get("blind"):
+    if ds.manifest.blind is not None:
         raise SearchTomeError(f"{src}: is already a blind release")
     if not ds.queries(split):
         raise SearchTomeError(f"{src}: the {split} split has no queries to hold back")

@@ -30,8 +30,9 @@ from searchtome.dataset.card_header import (
 )
 from searchtome.dataset.layout import CARD_FILE, CORPUS_FILE, MANIFEST_FILE, write_manifest
 from searchtome.dataset.loader import Dataset, load
+from searchtome.dataset.manifest import DatasetManifest, Source, read_manifest
 from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, atomic_write, read_json
+from searchtome.io import PathLike, atomic_write
 from searchtome.records import SPLITS
 
 log = logging.getLogger(__name__)
@@ -78,15 +79,6 @@ def _value(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _section(manifest: Mapping[str, Any], key: str, fallbacks: Mapping[str, str]) -> dict[str, Any]:
-    """A manifest sub-dict (``generation``, ``split``) completed by flat top-level keys."""
-    info = dict(manifest.get(key) or {}) if isinstance(manifest.get(key), Mapping) else {}
-    for ours, flat in fallbacks.items():
-        if ours not in info and manifest.get(flat) is not None:
-            info[ours] = manifest[flat]
-    return info
-
-
 _GEN_ORDER = (
     "model",
     "model_revision",
@@ -98,25 +90,15 @@ _GEN_ORDER = (
     "questions_per_unit",
     "filters",
 )
-_GEN_FALLBACKS = {
-    "model": "model",
-    "endpoint_kind": "endpoint_kind",
-    "endpoint_host": "endpoint_host",
-    "prompt_version": "prompt_version",
-    "seed": "seed",
-    "sampling": "sampling",
-    "filters": "filters",
-}
-_SPLIT_FALLBACKS = {"rule": "split_rule", "seed": "split_seed", "ratios": "split_ratios"}
 
 
 def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
     """The generated part of the card, markers included."""
     root = Path(data_dir)
     ds = load(root)
-    blind = _blind_split(ds.manifest)
+    blind = ds.manifest.blind_split
     lines = [BEGIN, ""]
-    lines += _intro(ds, ds.manifest.get("name") or root.name)
+    lines += _intro(ds, ds.manifest.name or root.name)
     lines += _blind_note(blind) if blind else []
     lines += _usage(root, repo_id, blind)
     lines += _books_table(ds)
@@ -137,8 +119,8 @@ def _intro(ds: Dataset, name: str) -> list[str]:
     domains = sorted({ds.domain(b) for b in books})
     total = sum(len(ds.queries(s)) for s in SPLITS)
     lines = [f"# {name}", ""]
-    if ds.manifest.get("description"):
-        lines += [str(ds.manifest["description"]), ""]
+    if ds.manifest.description:
+        lines += [ds.manifest.description, ""]
     return [
         *lines,
         f"A [SearchTome](https://arxiv.org/abs/2609.03874) dataset: {len(books)} book(s) from "
@@ -228,11 +210,6 @@ def _usage(root: Path, repo_id: str | None, blind: str | None = None) -> list[st
     ]
 
 
-def _blind_split(manifest: Mapping[str, Any]) -> str | None:
-    blind = manifest.get("blind")
-    return str(blind.get("split")) if isinstance(blind, Mapping) and blind.get("split") else None
-
-
 def _blind_note(split: str) -> list[str]:
     return [
         f"> **Blind release: the {split} split's gold is not in this folder.** Its questions are "
@@ -246,7 +223,8 @@ def _blind_note(split: str) -> list[str]:
 
 def _limitations(ds: Dataset) -> list[str]:
     """What the data cannot tell a user, and the biases a result inherits from how it was made."""
-    model = str(_section(ds.manifest, "generation", _GEN_FALLBACKS).get("model") or "an LLM")
+    generation = ds.manifest.generation
+    model = str(generation.model if generation and generation.model else "an LLM")
     domains = sorted({ds.domain(b) for b in ds.book_ids()})
     return [
         "",
@@ -318,32 +296,34 @@ def _counts(ds: Dataset) -> list[str]:
     return lines
 
 
-def _provenance(manifest: Mapping[str, Any]) -> list[str]:
+def _provenance(manifest: DatasetManifest) -> list[str]:
     """Where the data came from: the source, leaf text, excluded entries, generation, splits."""
     lines = ["", "## How the data was made", ""]
-    generation = _section(manifest, "generation", _GEN_FALLBACKS)
-    model = str(generation.get("model") or "")
+    # Every recorded generation setting becomes a table row, so the record is rendered whole.
+    generation = manifest.generation.to_dict() if manifest.generation else {}
+    model = str(manifest.generation.model or "") if manifest.generation else ""
     if "smollm" in model.lower():
         lines += [
             "> **Demo-quality questions.** They were written by a 135M-parameter model so the "
             "pipeline runs offline; they are not comparable to the paper's Mixtral questions.",
             "",
         ]
-    source = manifest.get("source") if isinstance(manifest.get("source"), Mapping) else {}
-    if source and source.get("repository"):
+    source = manifest.source
+    if isinstance(source, Source) and source.repository:
+        licence = source.license  # always recorded by `import repro` (null prints as None)
         lines += [
-            f"Imported from an independent reproduction's release ({source['repository']}, "
-            f"licence {source.get('license', 'see repository')}) with `searchtome import repro`: "
+            f"Imported from an independent reproduction's release ({source.repository}, "
+            f"licence {licence}) with `searchtome import repro`: "
             "query ids and splits are unchanged, ToC ids were renamed to SearchTome ids "
-            f"(mapping in `{manifest.get('id_map', 'id_map.json')}`). The SHA-256 of every file "
+            f"(mapping in `{manifest.id_map or 'id_map.json'}`). The SHA-256 of every file "
             "read is recorded in `manifest.json`.",
             "",
         ]
-    if manifest.get("leaf_text"):
-        lines += [f"Leaf text: {manifest['leaf_text']}.", ""]
-    nonret = manifest.get("non_retrieval_leaves") or []
+    if manifest.leaf_text:
+        lines += [f"Leaf text: {manifest.leaf_text}.", ""]
+    nonret = manifest.non_retrieval_leaves or ()
     if nonret:
-        titles = ", ".join(f"{n.get('title')} (`{n.get('node_id')}`)" for n in nonret)
+        titles = ", ".join(f"{n.title} (`{n.node_id}`)" for n in nonret)
         lines += [
             f"Outline entries that are not retrieval targets ({len(nonret)}; front and back "
             f"matter): {titles}. They stay in the `toc` config with `is_leaf: false`; a system "
@@ -358,7 +338,7 @@ def _provenance(manifest: Mapping[str, Any]) -> list[str]:
         if k not in _GEN_ORDER and v is not None
     ]
     lines += _table(["setting", "value"], gen_rows or [["(not recorded)", ""]])
-    split = _section(manifest, "split", _SPLIT_FALLBACKS)
+    split = manifest.split.to_dict() if manifest.split else {}
     lines += ["", "Splits:", ""]
     split_rows = [[k, _value(v)] for k, v in sorted(split.items()) if v is not None]
     lines += _table(["setting", "value"], split_rows or [["(not recorded)", ""]])
@@ -455,7 +435,7 @@ def build_card(
         theirs = old.data.to_dict()
         body = old.text
         # Earlier cards named the dataset by its manifest name: that was ours, not the user's.
-        if theirs.get("pretty_name") == load(data_dir).manifest.get("name"):
+        if theirs.get("pretty_name") == load(data_dir).manifest.name:
             theirs.pop("pretty_name")
     merged, notes = merge_metadata(theirs, ours)
     if _BLOCK_RE.search(body):
@@ -490,10 +470,7 @@ def write_card(
     with atomic_write(path) as fh:
         fh.write(card)
     if (root / MANIFEST_FILE).is_file():
-        info = {
-            k: v for k, v in read_json(root / MANIFEST_FILE).items() if k not in ("files", "format")
-        }
-        write_manifest(root, info)
+        write_manifest(root, read_manifest(root))
     return path
 
 

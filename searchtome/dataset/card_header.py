@@ -23,6 +23,7 @@ from searchtome.dataset.layout import (
     queries_file,
 )
 from searchtome.dataset.loader import load
+from searchtome.dataset.manifest import DatasetManifest
 from searchtome.io import PathLike
 from searchtome.records import SPLITS
 
@@ -184,21 +185,19 @@ def mteb_configs(root: Path) -> list[dict[str, Any]]:
     return configs
 
 
-def pretty_name(manifest: Mapping[str, Any], titles: Sequence[str], domains: Sequence[str]) -> str:
+def pretty_name(manifest: DatasetManifest, titles: Sequence[str], domains: Sequence[str]) -> str:
     """A name for people: ``SearchTome: The Whole Child: ... (reproduction's release)``."""
     what = titles[0] if len(titles) == 1 else f"{len(titles)} books in {len(domains)} domain(s)"
-    source = manifest.get("source") if isinstance(manifest.get("source"), Mapping) else {}
-    imported = " (an independent reproduction's release)" if source.get("repository") else ""
-    blind = manifest.get("blind") if isinstance(manifest.get("blind"), Mapping) else {}
-    held = f", {blind.get('split')} gold held back" if blind else ""
+    imported = " (an independent reproduction's release)" if manifest.imported_from else ""
+    blind = manifest.blind  # the public half's record (the private half is no dataset to name)
+    held = f", {blind.split} gold held back" if blind is not None and not blind.private else ""
     return f"SearchTome: {what}{imported}{held}"
 
 
-def source_datasets(manifest: Mapping[str, Any]) -> list[str]:
+def source_datasets(manifest: DatasetManifest) -> list[str]:
     """What the data was converted from: a foreign release, or ``original`` (built from PDFs)."""
-    source = manifest.get("source") if isinstance(manifest.get("source"), Mapping) else {}
-    if source.get("repository"):
-        return [f"extended|{source['repository']}"]
+    if manifest.imported_from:
+        return [f"extended|{manifest.imported_from}"]
     return ["original"]
 
 
@@ -266,14 +265,14 @@ def merge_metadata(
     return merged, notes
 
 
-def annotation_creators(manifest: Mapping[str, Any]) -> list[str]:
+def annotation_creators(manifest: DatasetManifest) -> list[str]:
     """Who wrote the questions (and so the gold leaf): an LLM, plus people when some were typed.
 
     Every question is generated from one paragraph, whose ToC leaf is its gold answer; the
     reproduction's release adds a few questions written by hand (``hand_written_queries``).
     """
     out = ["machine-generated"]
-    if manifest.get("hand_written_queries"):
+    if manifest.hand_written_queries:
         out.append("expert-generated")
     return out
 
@@ -286,7 +285,7 @@ def generated_metadata(data_dir: PathLike) -> dict[str, Any]:
     titles = [ds.books[b].book.title for b in ds.book_ids()]
     domains = sorted({ds.domain(b) for b in ds.book_ids()})
     meta: dict[str, Any] = {
-        "pretty_name": ds.manifest.get("pretty_name") or pretty_name(ds.manifest, titles, domains),
+        "pretty_name": ds.manifest.pretty_name or pretty_name(ds.manifest, titles, domains),
         "license": licenses[0] if len(licenses) == 1 else licenses,
         "language": ["en"],
         "multilinguality": ["monolingual"],

@@ -26,18 +26,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from searchtome.dataset.manifest import FORMAT_VERSION as FORMAT_VERSION
+from searchtome.dataset.manifest import MANIFEST_FILE as MANIFEST_FILE
+from searchtome.dataset.manifest import diff_hashes as diff_hashes
+from searchtome.dataset.manifest import file_hashes as file_hashes
+from searchtome.dataset.manifest import verify_manifest as verify_manifest
+from searchtome.dataset.manifest import write_manifest as write_manifest
 from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, read_json, sha256_file, write_json, write_parquet
+from searchtome.io import PathLike, write_parquet
 from searchtome.records import SPLITS, Book, Leaf, Paragraph, Query, TocNode, Unit
 
-FORMAT_VERSION = "searchtome-dataset-v1"
+# The manifest (its reader, writer and file hashes) is searchtome.dataset.manifest; the names
+# stay importable from here, where callers have always found them.
 
 CORPUS_FILE = "corpus.parquet"
 BOOKS_FILE = "books.parquet"
 TOC_FILE = "toc.parquet"
 PARAGRAPHS_FILE = "paragraphs.parquet"
 UNITS_FILE = "units.parquet"
-MANIFEST_FILE = "manifest.json"
 CARD_FILE = "README.md"
 
 
@@ -166,7 +172,8 @@ def write_dataset(
     """Write the parquet files of a dataset into ``out_dir``; return the paths written.
 
     Qrels are derived from each query's gold leaf. The card and manifest are written separately
-    (:func:`write_manifest`, ``searchtome.dataset.card``) because they depend on build settings.
+    (:mod:`searchtome.dataset.manifest`, ``searchtome.dataset.card``) because they depend on
+    build settings.
     """
     out = Path(out_dir)
     schemas = _schemas()
@@ -332,47 +339,3 @@ def _unit_row(u: Unit) -> dict[str, Any]:
         "paragraph_ids": list(u.paragraph_ids),
         "text": u.text,
     }
-
-
-def file_hashes(out_dir: PathLike) -> dict[str, dict[str, Any]]:
-    """``{relative path: {"sha256", "bytes"}}`` for every file except the manifest itself."""
-    out = Path(out_dir)
-    result = {}
-    for path in sorted(p for p in out.rglob("*") if p.is_file()):
-        rel = path.relative_to(out).as_posix()
-        if rel == MANIFEST_FILE or any(part.startswith(".") for part in Path(rel).parts):
-            continue
-        result[rel] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
-    return result
-
-
-def write_manifest(out_dir: PathLike, info: Mapping[str, Any]) -> Path:
-    """``manifest.json``: the given build information plus the hash of every other file."""
-    manifest = {"format": FORMAT_VERSION, **info, "files": file_hashes(out_dir)}
-    return write_json(Path(out_dir) / MANIFEST_FILE, manifest)
-
-
-def diff_hashes(
-    expected: Mapping[str, Mapping[str, Any]],
-    actual: Mapping[str, Mapping[str, Any]],
-    *,
-    missing: str = "listed in the manifest but missing",
-    extra: str = "present but not in the manifest",
-    changed: str = "SHA-256 differs from the manifest",
-) -> list[str]:
-    """``path: problem`` for every file whose presence or SHA-256 differs between two listings."""
-    problems = []
-    for rel in sorted(set(expected) | set(actual)):
-        if rel not in actual:
-            problems.append(f"{rel}: {missing}")
-        elif rel not in expected:
-            problems.append(f"{rel}: {extra}")
-        elif expected[rel]["sha256"] != actual[rel]["sha256"]:
-            problems.append(f"{rel}: {changed}")
-    return problems
-
-
-def verify_manifest(out_dir: PathLike) -> list[str]:
-    """Differences between the files on disk and ``manifest.json`` (empty when they agree)."""
-    out = Path(out_dir)
-    return diff_hashes(read_json(out / MANIFEST_FILE).get("files", {}), file_hashes(out))

@@ -10,7 +10,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from searchtome.dataset.layout import (
     BOOKS_FILE,
@@ -23,8 +22,9 @@ from searchtome.dataset.layout import (
     qrels_file,
     queries_file,
 )
+from searchtome.dataset.manifest import DatasetManifest, read_manifest
 from searchtome.errors import SearchTomeError, unknown_name
-from searchtome.io import PathLike, read_json, read_parquet
+from searchtome.io import PathLike, read_parquet
 from searchtome.records import SPLITS, Book, Leaf, Paragraph, Qrel, Query, TocNode, Unit
 
 
@@ -39,7 +39,7 @@ class Dataset:
     _queries: list[Query]
     _paragraphs: list[Paragraph] = field(default_factory=list)
     _units: list[Unit] = field(default_factory=list)
-    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest: DatasetManifest = field(default_factory=DatasetManifest.missing)
 
     # -- books and structure -------------------------------------------------------------------
     def book_ids(self) -> list[str]:
@@ -165,8 +165,33 @@ def load(source: PathLike) -> Dataset:
         )
     toc = [TocNode.from_dict(r) for r in read_parquet(root / TOC_FILE)]
     leaves = [Leaf.from_dict(r) for r in read_parquet(root / CORPUS_FILE)]
-    manifest = read_json(root / MANIFEST_FILE) if (root / MANIFEST_FILE).exists() else {}
-    blind = (manifest.get("blind") or {}).get("split")
+    has_manifest = (root / MANIFEST_FILE).exists()
+    manifest = read_manifest(root / MANIFEST_FILE) if has_manifest else DatasetManifest.missing()
+    queries = _read_queries(root, manifest.blind_split)
+    paragraphs = (
+        [Paragraph.from_dict(r) for r in read_parquet(root / PARAGRAPHS_FILE)]
+        if (root / PARAGRAPHS_FILE).exists()
+        else []
+    )
+    units = (
+        [Unit.from_dict(r) for r in read_parquet(root / UNITS_FILE)]
+        if (root / UNITS_FILE).exists()
+        else []
+    )
+    return Dataset(
+        root=root,
+        books=books,
+        _toc=toc,
+        _leaves=leaves,
+        _queries=queries,
+        _paragraphs=paragraphs,
+        _units=units,
+        manifest=manifest,
+    )
+
+
+def _read_queries(root: Path, blind: str | None) -> list[Query]:
+    """Every split's queries with their gold leaf (``""`` for the held-back ``blind`` split)."""
     queries: list[Query] = []
     for split in SPLITS:
         qpath, rpath = root / queries_file(split), root / qrels_file(split)
@@ -191,23 +216,4 @@ def load(source: PathLike) -> Dataset:
                     model_generated=bool(r.get("model_generated", True)),
                 )
             )
-    paragraphs = (
-        [Paragraph.from_dict(r) for r in read_parquet(root / PARAGRAPHS_FILE)]
-        if (root / PARAGRAPHS_FILE).exists()
-        else []
-    )
-    units = (
-        [Unit.from_dict(r) for r in read_parquet(root / UNITS_FILE)]
-        if (root / UNITS_FILE).exists()
-        else []
-    )
-    return Dataset(
-        root=root,
-        books=books,
-        _toc=toc,
-        _leaves=leaves,
-        _queries=queries,
-        _paragraphs=paragraphs,
-        _units=units,
-        manifest=manifest,
-    )
+    return queries

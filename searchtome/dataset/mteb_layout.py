@@ -105,7 +105,7 @@ def _card(ds: Dataset, configs: list[dict[str, Any]]) -> str:
         "tags": ["mteb", "searchtome"],
         "configs": configs,
     }
-    name = ds.manifest.get("name") or ds.root.name
+    name = ds.manifest.name or ds.root.name
     return (
         "---\n"
         + DatasetCardData(**header).to_yaml()

@@ -29,14 +29,14 @@ from searchtome.dataset.card import build_card, hand_written_text
 from searchtome.dataset.hub import REPO_ID_RE, REPO_TYPE, hub_endpoint, short_error
 from searchtome.dataset.layout import (
     CARD_FILE,
-    FORMAT_VERSION,
     MANIFEST_FILE,
     file_hashes,
     verify_manifest,
 )
 from searchtome.dataset.loader import load
+from searchtome.dataset.manifest import FileHash, read_manifest
 from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, atomic_write, dumps, read_json, sha256_text
+from searchtome.io import PathLike, atomic_write, dumps, sha256_text
 
 log = logging.getLogger(__name__)
 
@@ -268,16 +268,14 @@ def _merge_with_remote(local: str | None, remote_card: str, repo_id: str, local_
 
 def _planned_files(root: Path, card: str, local: str | None) -> tuple[str, list[PlannedFile]]:
     """The manifest to publish (its hashes include the new card) and every file, by path."""
-    info = {k: v for k, v in read_json(root / MANIFEST_FILE).items() if k not in ("files",)}
-    info.pop("format", None)
     hashes = file_hashes(root)
-    hashes[CARD_FILE] = {"sha256": sha256_text(card), "bytes": len(card.encode("utf-8"))}
-    manifest = dumps({"format": FORMAT_VERSION, **info, "files": dict(sorted(hashes.items()))})
+    hashes[CARD_FILE] = FileHash(sha256=sha256_text(card), bytes=len(card.encode("utf-8")))
+    manifest = dumps(read_manifest(root).with_files(hashes).to_dict())
 
     files = []
     for rel, h in sorted(hashes.items()):
         changed = rel == CARD_FILE and card != local
-        files.append(PlannedFile(rel, h["bytes"], h["sha256"], changed))
+        files.append(PlannedFile(rel, h.bytes, h.sha256, changed))
     old_manifest = (root / MANIFEST_FILE).read_text(encoding="utf-8")
     files.append(
         PlannedFile(

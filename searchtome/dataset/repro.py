@@ -24,8 +24,16 @@ from typing import Any
 
 from searchtome.dataset.card import write_card as write_dataset_card
 from searchtome.dataset.layout import BookInfo, write_dataset, write_manifest
+from searchtome.dataset.manifest import (
+    DatasetManifest,
+    NonRetrievalLeaf,
+    ReleaseGeneration,
+    ReleaseSplit,
+    Source,
+)
 from searchtome.dataset.repro_release import (
     Release,
+    ReleaseSplitRecord,
     book_metadata,
     data_root,
     find_book,
@@ -321,47 +329,47 @@ def _convert_queries(release: Release, conv: _Converted) -> None:
 # -- what is written -------------------------------------------------------------------------------
 def _manifest_info(
     release: Release, catalog_book: Book, conv: _Converted, warnings: list[str]
-) -> dict[str, Any]:
+) -> DatasetManifest:
     """The manifest's build information: generation, split rule, provenance, exclusions."""
     split_manifest, fields = release.split_manifest, release.fields
     book_id = release.book_id
-    return {
-        "name": f"searchtome-{book_id}-repro",
-        "description": (
+    return DatasetManifest(
+        name=f"searchtome-{book_id}-repro",
+        description=(
             f"{catalog_book.title}: the SearchTome book released by an independent reproduction, "
             "converted to the SearchTome dataset layout."
         ),
-        "searchtome_version": __version__,
-        "books": [book_id],
-        "generation": _generation_info(release.questions, release.removals, split_manifest),
-        "split": {
-            "rule": f"grouped by generation unit ({split_manifest.get('algorithm_version', '?')})",
-            "seed": split_manifest.get("seed"),
-            "group_key": split_manifest.get("group_key"),
-            "counts": {s: len(release.questions[s]) for s in SPLITS},
-            "unit_counts": split_manifest.get("actual_unit_counts"),
-            "leaf_coverage": split_manifest.get("leaf_coverage"),
-            "constraints": split_manifest.get("constraints"),
-            "paper_reference_counts": split_manifest.get("paper_reference_counts"),
-        },
-        "source": {
-            "kind": REPRO_FORMAT,
-            "repository": release.repository,
-            "license": fields.get("License") or catalog_book.license,
-            "book_sha256": fields.get("SHA-256"),
-            "files": dict(sorted(release.reader.hashes.items())),
-            "verification": dict(sorted(release.verification.items())),
-        },
-        "id_map": ID_MAP_FILE,
-        "leaf_text": "raw PDF text of each section as released (running headers/footers kept)",
-        "non_retrieval_leaves": [
-            {"node_id": conv.ids[n["id"]], "source_id": n["id"], "title": n["title"]}
+        searchtome_version=__version__,
+        books=(book_id,),
+        generation=_generation_info(release.questions, release.removals, split_manifest),
+        split=ReleaseSplit(
+            rule=f"grouped by generation unit ({split_manifest.algorithm_version})",
+            seed=split_manifest.seed,
+            group_key=split_manifest.group_key,
+            counts={s: len(release.questions[s]) for s in SPLITS},
+            unit_counts=split_manifest.actual_unit_counts,
+            leaf_coverage=split_manifest.leaf_coverage,
+            constraints=split_manifest.constraints,
+            paper_reference_counts=split_manifest.paper_reference_counts,
+        ),
+        source=Source(
+            kind=REPRO_FORMAT,
+            repository=release.repository,
+            license=fields.get("License") or catalog_book.license,
+            book_sha256=fields.get("SHA-256"),
+            files=dict(sorted(release.reader.hashes.items())),
+            verification=dict(sorted(release.verification.items())),
+        ),
+        id_map=ID_MAP_FILE,
+        leaf_text="raw PDF text of each section as released (running headers/footers kept)",
+        non_retrieval_leaves=tuple(
+            NonRetrievalLeaf(node_id=conv.ids[n["id"]], source_id=n["id"], title=n["title"])
             for n in conv.excluded
-        ],
-        "hand_written_queries": sorted(conv.hand_written),
-        "split_constraints": dict(sorted(conv.constrained.items())),
-        "warnings": warnings,
-    }
+        ),
+        hand_written_queries=tuple(sorted(conv.hand_written)),
+        split_constraints=dict(sorted(conv.constrained.items())),
+        warnings=tuple(warnings),
+    )
 
 
 def _id_map(release: Release, conv: _Converted) -> dict[str, Any]:
@@ -388,7 +396,7 @@ def _write(
     conv: _Converted,
     *,
     id_map: Mapping[str, Any],
-    info: Mapping[str, Any],
+    info: DatasetManifest,
     card: bool,
 ) -> None:
     """Write the dataset into a temporary folder, then swap it in; nothing half-written stays."""
@@ -411,8 +419,8 @@ def _write(
 def _generation_info(
     questions: Mapping[str, list[dict[str, Any]]],
     removals: list[dict[str, Any]],
-    split_manifest: Mapping[str, Any],
-) -> dict[str, Any]:
+    split_manifest: ReleaseSplitRecord,
+) -> ReleaseGeneration:
     """The generation settings the questions record (one value each, or every value seen)."""
     rows = [q for split in SPLITS for q in questions[split]]
 
@@ -428,17 +436,17 @@ def _generation_info(
     reasons: dict[str, int] = defaultdict(int)
     for r in removals:
         reasons[r.get("reason", "unknown")] += 1
-    return {
-        "model": values("generation_model_id"),
-        "model_revision": values("generation_model_revision"),
-        "model_family": "Mixtral-8x7B-Instruct (AWQ quantized)",
-        "endpoint_kind": "not recorded in the release",
-        "prompt_version": values("generation_prompt_version"),
-        "seed": values("generation_seed"),
-        "questions_generated": split_manifest.get("total_questions", len(rows)),
-        "units": split_manifest.get("total_units"),
-        "filters": {
-            "paragraphs removed before unit building": dict(sorted(reasons.items())),
-        },
-        "hand_written": sum(1 for q in rows if not q.get("model_generated", True)),
-    }
+    return ReleaseGeneration(
+        model=values("generation_model_id"),
+        model_revision=values("generation_model_revision"),
+        model_family="Mixtral-8x7B-Instruct (AWQ quantized)",
+        endpoint_kind="not recorded in the release",
+        prompt_version=values("generation_prompt_version"),
+        seed=values("generation_seed"),
+        questions_generated=(
+            len(rows) if split_manifest.total_questions is None else split_manifest.total_questions
+        ),
+        units=split_manifest.total_units,
+        filters={"paragraphs removed before unit building": dict(sorted(reasons.items()))},
+        hand_written=sum(1 for q in rows if not q.get("model_generated", True)),
+    )

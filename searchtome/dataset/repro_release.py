@@ -121,13 +121,43 @@ class ReleaseReader:
         return "verified"
 
 
+@dataclass(frozen=True)
+class ReleaseSplitRecord:
+    """What the release's ``data/splits/{book}/manifest.json`` says about its split (the
+    fields the import records; the hashes are checked by :func:`read_release`)."""
+
+    algorithm_version: str = "?"
+    seed: Any = None
+    group_key: Any = None
+    actual_unit_counts: Any = None
+    leaf_coverage: Any = None
+    constraints: Any = None
+    paper_reference_counts: Any = None
+    total_questions: int | None = None  # absent: the import counts the questions itself
+    total_units: Any = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReleaseSplitRecord:
+        return cls(
+            algorithm_version=data.get("algorithm_version", "?"),
+            seed=data.get("seed"),
+            group_key=data.get("group_key"),
+            actual_unit_counts=data.get("actual_unit_counts"),
+            leaf_coverage=data.get("leaf_coverage"),
+            constraints=data.get("constraints"),
+            paper_reference_counts=data.get("paper_reference_counts"),
+            total_questions=data.get("total_questions"),
+            total_units=data.get("total_units"),
+        )
+
+
 @dataclass
 class Release:
     """One book's files from a release, as read (release ids, release field names)."""
 
     reader: ReleaseReader
     book_id: str
-    split_manifest: dict[str, Any]
+    split_manifest: ReleaseSplitRecord
     nodes: list[dict[str, Any]]
     retrieval: list[dict[str, Any]]
     sections: list[dict[str, Any]]
@@ -168,7 +198,7 @@ def read_release(root: Path, data: Path, book_id: str, repository: str | None = 
     return Release(
         reader=reader,
         book_id=book_id,
-        split_manifest=split_manifest,
+        split_manifest=ReleaseSplitRecord.from_dict(split_manifest),
         nodes=nodes,
         retrieval=retrieval,
         sections=sections,

@@ -25,14 +25,15 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from searchtome.dataset.manifest import BuildRecord
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.generate.endpoint import Endpoint, EndpointKind, generate, resolve_endpoint
-from searchtome.generate.manifest import BUILD_FORMAT, manifest_info
+from searchtome.generate.manifest import BUILD_FORMAT, BuildFacts, manifest_info
 from searchtome.generate.options import LOCAL_DEFAULTS, REMOTE_DEFAULTS, BuildOptions
-from searchtome.generate.output import up_to_date, write_output
+from searchtome.generate.output import BuildOutput, up_to_date, write_output
 from searchtome.generate.paper import check_leaves, paper_comparison
 from searchtome.generate.questions import (
     STRICTNESS,
@@ -44,6 +45,7 @@ from searchtome.generate.questions import (
 )
 from searchtome.generate.sources import (
     BookSource,
+    CollectionInfo,
     books_from_catalog,
     books_from_pdf_dir,
     extract_all,
@@ -110,8 +112,7 @@ def build(opts: BuildOptions) -> BuildSummary:
     queries, split = _split(kept, by_unit, configs.split, summary)
     summary.paper = paper_comparison(sources, extractions, queries)
 
-    info = manifest_info(
-        opts,
+    facts = BuildFacts(
         collection,
         sources,
         configs.generation,
@@ -121,12 +122,13 @@ def build(opts: BuildOptions) -> BuildSummary:
         split,
         summary,
     )
+    info = manifest_info(opts, facts)
     report = _report(summary, removed, texts.dropped_units)
     if summary.paper:  # left out without figures, so such builds keep their report and bytes
         report["paper_comparison"] = summary.paper
     fingerprint = stable_hash(
         {
-            "info": info,
+            "info": info.to_dict(files=False, format=False),
             "report": report,
             "queries": [q.to_dict() for q in queries],
             "extractions": {s.book.book_id: extract_key(s, opts.infer_toc) for s in sources},
@@ -134,13 +136,12 @@ def build(opts: BuildOptions) -> BuildSummary:
             "card": opts.card,
         }
     )
-    info["build"] = {"format": BUILD_FORMAT, "fingerprint": fingerprint}
+    info = replace(info, build=BuildRecord(format=BUILD_FORMAT, fingerprint=fingerprint))
     if up_to_date(opts.out, fingerprint):
         summary.up_to_date = True
         summary.stages["write"] = "skipped (up to date)"
     else:
-        write_output(
-            opts,
+        output = BuildOutput(
             sources,
             extractions,
             texts.toc,
@@ -152,6 +153,7 @@ def build(opts: BuildOptions) -> BuildSummary:
             report,
             split,
         )
+        write_output(opts, output)
         summary.stages["write"] = "done"
     summary.seconds = time.monotonic() - start
     return summary
@@ -224,7 +226,7 @@ def _configs(opts: BuildOptions, endpoint: Endpoint) -> _Configs:
     return _Configs(generation, sampling, units, split)
 
 
-def _books(opts: BuildOptions, summary: BuildSummary) -> tuple[list[BookSource], dict[str, Any]]:
+def _books(opts: BuildOptions, summary: BuildSummary) -> tuple[list[BookSource], CollectionInfo]:
     if opts.pdf_dir is not None:
         if opts.source_dir is not None:
             raise SearchTomeError("--source-dir belongs to catalog builds; drop it with --pdf-dir")
@@ -232,7 +234,7 @@ def _books(opts: BuildOptions, summary: BuildSummary) -> tuple[list[BookSource],
         summary.stages["fetch"] = f"{len(sources)} local PDF(s)"
     else:
         sources, collection = books_from_catalog(opts)
-        summary.stages["fetch"] = collection.pop("_fetch", "done")
+        summary.stages["fetch"] = collection.fetched
     summary.books = len(sources)
     return sources, collection
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from searchtome.dataset.manifest import CatalogCollection, PdfDirCollection
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.generate.options import BuildOptions
 from searchtome.io import atomic_dir, commit_dir, sha256_file, stable_hash
@@ -75,7 +76,17 @@ def _pdf_dir_metadata(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def books_from_pdf_dir(opts: BuildOptions) -> tuple[list[BookSource], dict[str, Any]]:
+@dataclass(frozen=True)
+class CollectionInfo:
+    """Where a build's books came from, as its manifest records it."""
+
+    name: str | None
+    description: str | None
+    record: CatalogCollection | PdfDirCollection
+    fetched: str = ""  # how the PDFs were obtained (the build summary's fetch stage)
+
+
+def books_from_pdf_dir(opts: BuildOptions) -> tuple[list[BookSource], CollectionInfo]:
     """Every PDF of ``--pdf-dir`` (book id from the file name) and the collection's manifest info."""
     from searchtome.ingest.toc import default_book_id
 
@@ -116,18 +127,18 @@ def books_from_pdf_dir(opts: BuildOptions) -> tuple[list[BookSource], dict[str, 
         if missing:
             raise unknown_name("book", missing[0], seen)
         sources = [s for s in sources if s.book.book_id in opts.books]
-    info = {
-        "name": opts.name or f"searchtome-{folder.resolve().name}",
-        "collection": {
-            "kind": "pdf-dir",
-            "files": {s.pdf.name: s.sha256 for s in sources},
-            "metadata_sha256": stable_hash(meta) if meta else None,
-        },
-    }
+    info = CollectionInfo(
+        name=opts.name or f"searchtome-{folder.resolve().name}",
+        description=None,
+        record=PdfDirCollection(
+            files={s.pdf.name: s.sha256 for s in sources},
+            metadata_sha256=stable_hash(meta) if meta else None,
+        ),
+    )
     return sources, info
 
 
-def books_from_catalog(opts: BuildOptions) -> tuple[list[BookSource], dict[str, Any]]:
+def books_from_catalog(opts: BuildOptions) -> tuple[list[BookSource], CollectionInfo]:
     """The catalog's books, fetched and verified, and the collection's manifest info."""
     from searchtome.ingest.catalog import catalog_hash, load_catalog
     from searchtome.ingest.depth import leaf_depth_for
@@ -145,19 +156,18 @@ def books_from_catalog(opts: BuildOptions) -> tuple[list[BookSource], dict[str, 
         depth = leaf_depth_for(book, lock)
         sources.append(BookSource(book, Path(path), sha256_file(path), depth))
     sources.sort(key=lambda s: s.book.book_id)
-    info = {
-        "name": opts.name or catalog.name,
-        "description": catalog.description or None,
-        "collection": {
-            "kind": "catalog",
-            "catalog": catalog.name,
-            "catalog_version": catalog.version,
-            "catalog_sha256": catalog_hash(catalog),
-            "books": sorted(s.book.book_id for s in sources),
-        },
-    }
     fetched = Counter(result.sources.values())
-    info["_fetch"] = ", ".join(f"{n} from {k}" for k, n in sorted(fetched.items()))
+    info = CollectionInfo(
+        name=opts.name or catalog.name,
+        description=catalog.description or None,
+        record=CatalogCollection(
+            catalog=catalog.name,
+            catalog_version=catalog.version,
+            catalog_sha256=catalog_hash(catalog),
+            books=tuple(sorted(s.book.book_id for s in sources)),
+        ),
+        fetched=", ".join(f"{n} from {k}" for k, n in sorted(fetched.items())),
+    )
     return sources, info
 
 

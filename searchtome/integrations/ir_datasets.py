@@ -176,7 +176,7 @@ class SplitQrels(BaseQrels):
 
 
 def dataset_name(ds: Dataset) -> str:
-    name = str(ds.manifest.get("name") or ds.root.name)
+    name = str(ds.manifest.name or ds.root.name)
     return name.removeprefix(f"{PREFIX}-")
 
 

@@ -67,7 +67,7 @@ _DOMAINS = {
 
 def task_name(ds: Dataset) -> str:
     """The MTEB task name, CamelCase: ``searchtome-whole-child-repro`` → ``SearchTomeWholeChildReproRetrieval``."""
-    raw = str(ds.manifest.get("name") or ds.root.name)
+    raw = str(ds.manifest.name or ds.root.name)
     words = re.findall(r"[A-Za-z0-9]+", re.sub(r"^searchtome", "", raw, flags=re.IGNORECASE))
     return "SearchTome" + "".join(w[:1].upper() + w[1:] for w in words) + "Retrieval"
 
@@ -77,10 +77,10 @@ def task_description(ds: Dataset) -> str:
     books = ds.book_ids()
     titles = "; ".join(f"{ds.books[b].book.title} ({ds.domain(b)})" for b in books[:3])
     more = f" and {len(books) - 3} more" if len(books) > 3 else ""
-    generation = ds.manifest.get("generation", {})
-    model = generation.get("model_family") or generation.get("model")
+    generation = ds.manifest.generation
+    model = generation.writer if generation is not None else None
     by = f"an LLM ({model})" if model else "an LLM"
-    hand = int(generation.get("hand_written") or 0)
+    hand = generation.n_hand_written if generation is not None else 0
     written = f" ({hand} of them written by hand)" if hand else ""
     return (
         "Long-document section retrieval: given a question about a book, retrieve the leaf "
@@ -128,12 +128,11 @@ def task_metadata(
     from searchtome.dataset.card_header import hf_license
     from searchtome.io import sha256_file
 
-    manifest = ds.manifest
     licences = sorted({hf_license(info.book.license) for info in ds.books.values()})
     domains = sorted(
         {"Non-fiction", "Written"} | {_DOMAINS.get(ds.domain(b), "Academic") for b in ds.books}
     )
-    generation = manifest.get("generation", {})
+    generation = ds.manifest.generation
     if hub is None:
         digest = (
             sha256_file(ds.root / "manifest.json") if (ds.root / "manifest.json").is_file() else ""
@@ -155,7 +154,7 @@ def task_metadata(
         domains=domains,
         task_subtypes=["Question answering"],
         license=licences[0] if len(licences) == 1 else "not specified",
-        annotations_creators="LM-generated" if generation.get("model") else "derived",
+        annotations_creators="LM-generated" if generation and generation.model else "derived",
         dialect=[],
         # The leaves are found text (the books); the queries are LM-generated, unreviewed. MTEB's
         # vocabulary has no plain "LM-generated" for samples ("LM-generated and verified" would

@@ -329,7 +329,7 @@ async def index(request: Request) -> Response:
     board = await service.current_board()
     page = service.templates.get_template("index.html").render(
         board=board,
-        name=service.public.manifest.get("name", "SearchTome"),
+        name=service.public.manifest.name or "SearchTome",
         settings=service.settings,
     )
     return HTMLResponse(page)

@@ -90,8 +90,9 @@ def _check_halves(public: Path, private: Path) -> str:
             "with `searchtome publish --blind`, `build --blind` or `import repro --blind`"
         )
     split = str(read_private(private)["split"])
-    blind = load(public).manifest.get("blind")
-    if not isinstance(blind, dict) or blind.get("split") != split:
+    manifest = load(public).manifest
+    if manifest.blind_split != split:
+        blind = manifest.blind.to_dict() if manifest.blind else None
         raise SearchTomeError(
             f"{public}: not the public half of this release (its manifest says blind={blind!r}, "
             f"the private half holds {split!r})"

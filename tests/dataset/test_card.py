@@ -218,14 +218,14 @@ def test_card_names_the_data_says_where_it_came_from_and_what_it_cannot_tell(
     meta = _header(card)
     ds = load(data)
     assert meta["pretty_name"] == "SearchTome: 2 books in 2 domain(s)"
-    assert meta["pretty_name"] != ds.manifest["name"]
+    assert meta["pretty_name"] != ds.manifest.name
     assert "## Limitations and biases" in card
     assert "**The questions are LLM-generated**" in card and "**One leaf per question.**" in card
     # an imported release says what it was converted from, and the earlier default name goes
     manifest = read_json(data / "manifest.json")
     manifest["source"] = {"repository": "https://github.com/someone/release", "license": "x"}
     write_manifest(data, {k: v for k, v in manifest.items() if k not in ("files", "format")})
-    old = (data / "README.md").read_text().replace(meta["pretty_name"], ds.manifest["name"])
+    old = (data / "README.md").read_text().replace(meta["pretty_name"], ds.manifest.name)
     (data / "README.md").write_text(old)
     meta = _header(write_card(data).read_text())
     assert meta["source_datasets"] == ["extended|https://github.com/someone/release"]
