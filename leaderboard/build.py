@@ -33,6 +33,7 @@ from searchtome.leaderboard.results import (
     relative,
 )
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
+from searchtome.leaderboard.seeds import seed_spread, split_seed_runs
 from searchtome.leaderboard.significance import compare
 from searchtome.leaderboard.systems import palette, type_problem
 from searchtome.submissions.problems import Problem
@@ -343,6 +344,7 @@ def build_leaderboard(
             f"{submissions_dir}: no submission folders (each needs meta.json and predictions.jsonl)"
         )
     accepted, rejected = _validate_all(folders, dataset, split)
+    accepted, seed_runs, rejected = split_seed_runs(accepted, rejected)  # docs/seeds.md
     board = score_runs(
         [r.submission for r in accepted if r.submission is not None],
         data=dataset,
@@ -363,6 +365,8 @@ def build_leaderboard(
         else None
     )
     curves = learning_curves(entries, submissions_root)
+    order = [e.system for e in entries]
+    seeds = seed_spread(board, seed_runs, dataset, split, order, pair, resampling, submissions_root)
     colours = palette([e.system for e in entries])
     figures, images = _write_figures(breakdowns, out, colours, paired, curves)
     settings = {
@@ -391,6 +395,7 @@ def build_leaderboard(
         paired=paired,
         curves=curves,
         colours=colours,
+        seeds=seeds,  # None without seed runs: the outputs stay as they were
     )
     if check is not None:
         expected = read_json(check) if not isinstance(check, Mapping) else check

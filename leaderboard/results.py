@@ -308,6 +308,7 @@ class LeaderboardResult:
     paired: PairedAnalysis | None = None
     curves: dict[str, LearningCurve] = field(default_factory=dict)  # system → its training
     colours: dict[str, str] = field(default_factory=dict)  # system → its colour, page-wide
+    seeds: Any = None  # a seeds.SeedReport when some system has seed runs (docs/seeds.md)
 
     def figure_title(self, key: str) -> str:
         """The title of the figure stored under ``key``."""
@@ -521,6 +522,7 @@ class LeaderboardResult:
             },
             "figures": {k: f"figures/{p.name}" for k, p in self.figures.items()},
             CURVES_KEY: self.curves_dict(),
+            **({"seeds": self.seeds.to_dict()} if self.seeds is not None else {}),
             "colours": dict(self.colours),
             "rejected": [
                 _rejected_dict(r, self.settings["submissions_root"]) for r in self.rejected
