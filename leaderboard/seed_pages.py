@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from searchtome.leaderboard.html_cells import Cell, Column, Table
 from searchtome.leaderboard.results import MAIN_MEASURES
@@ -153,6 +153,12 @@ def markdown_lines(report: SeedReport | None) -> list[str]:
     return lines
 
 
+def _kind(table: SeedTable, column: int) -> Literal["name", "text", "num"]:
+    if column == 0:
+        return "name"
+    return "text" if column in table.text_columns else "num"
+
+
 def html_section(
     report: SeedReport | None, colours: Mapping[str, str] | None = None
 ) -> dict[str, Any] | None:
@@ -165,11 +171,7 @@ def html_section(
     colours = colours or {}
     blocks = []
     for t in tables(report):
-        kinds = [
-            "name" if i == 0 else "text" if i in t.text_columns else "num"
-            for i in range(len(t.header))
-        ]
-        columns = [Column(h, "", kind) for h, kind in zip(t.header, kinds, strict=True)]  # type: ignore[arg-type]
+        columns = [Column(h, "", _kind(t, i)) for i, h in enumerate(t.header)]
         rows = [
             [Cell(x, colour=colours.get(x, "") if i == 0 else "") for i, x in enumerate(row)]
             for row in t.rows

@@ -1,9 +1,10 @@
 """Seed groups: one system trained several times with different seeds, reported as one spread.
 
-A **seed run** is a submission folder ``<system>-seed<N>`` whose ``meta.json`` names the same
-``system`` and records ``"seed": N`` (what ``searchtome run <baseline> --out
-submissions/<system>-seed<N> --seed N`` writes). It repeats the accepted submission named
-``<system>``: the two form a **seed group**; every other system is a group of one. Seed runs take
+A **seed run** is a submission whose system (``meta.json``'s ``system``, the folder's name) is
+``<system>-seed<N>`` and whose ``meta.json`` records ``"seed": N`` (what ``searchtome run
+<baseline> --out submissions/<system>-seed<N> --seed N`` writes). It repeats the accepted
+submission named ``<system>``: the two form a **seed group**; every other system is a group of
+one. Seed runs take
 no rank: the main table and the analyses keep showing the run named like the system, so a
 board without seed runs is byte-identical to one built before this module existed.
 
@@ -309,14 +310,16 @@ def group_test(
 
     p is twice the smaller share of replicates on either side of 0, each share counted as
     ``(c + 1) / (B + 1)`` so it is never 0 — the smallest level at which the percentile
-    interval would exclude 0.
+    interval would exclude 0. No replicates (``--bootstrap 0``): no interval and no p (NaN).
     """
     runs_a, runs_b = _run_means(a, groups), _run_means(b, groups)
-    diffs = two_level_bootstrap(a, b, groups, replicates, seed_seq)
-    below = (np.count_nonzero(diffs <= 0) + 1) / (replicates + 1)
-    above = (np.count_nonzero(diffs >= 0) + 1) / (replicates + 1)
-    p = float(min(1.0, 2.0 * min(below, above)))
-    low, high = np.round(np.percentile(diffs, [2.5, 97.5]), CI_DECIMALS)
+    p, low, high = float("nan"), float("nan"), float("nan")
+    if replicates > 0:
+        diffs = two_level_bootstrap(a, b, groups, replicates, seed_seq)
+        below = (np.count_nonzero(diffs <= 0) + 1) / (replicates + 1)
+        above = (np.count_nonzero(diffs >= 0) + 1) / (replicates + 1)
+        p = float(min(1.0, 2.0 * min(below, above)))
+        low, high = np.round(np.percentile(diffs, [2.5, 97.5]), CI_DECIMALS)
     return GroupTest(
         label,
         measure,
@@ -402,9 +405,9 @@ def _compare(
         pooled = test(f"≤ {RARE_MAX}", RARE_MEASURE, rare, None)  # plain mean, like analyses
         for x in ga.runs:
             for y in gb.runs:
-                test = paired_analysis(board, (x.system, y.system), rs, RARE_MEASURE).rare
-                assert test is not None
-                runs.append(RunPairTest(x.system, x.seed, y.system, y.seed, test))
+                one = paired_analysis(board, (x.system, y.system), rs, RARE_MEASURE).rare
+                assert one is not None  # the rare set is not empty
+                runs.append(RunPairTest(x.system, x.seed, y.system, y.seed, one))
     single = [g.system for g in (ga, gb) if len(g.runs) == 1]
     note = (
         f"{' and '.join(single)} has one run: its seed variance is not in the test"
