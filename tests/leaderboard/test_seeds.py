@@ -24,6 +24,8 @@ from searchtome.leaderboard.seeds import (
     GroupComparison,
     SeedReport,
     config_differences,
+    group_test,
+    outperform,
     seed_name,
     seed_spread,
     split_seed_runs,
@@ -165,6 +167,20 @@ def test_two_level_bootstrap_counts_the_seed_variance() -> None:
     assert np.std(scatter) > 1.3 * np.std(one)
 
 
+def test_group_test_p_and_interval() -> None:
+    rng = np.random.default_rng(3)
+    a = (rng.random((3, 500)) < 0.6).astype(float)
+    b = (rng.random((2, 500)) < 0.4).astype(float)
+    seq = np.random.SeedSequence(0)
+    t = group_test("all queries", "R@1", a, b, None, 999, seq)
+    assert t.diff == pytest.approx(a.mean() - b.mean()) and t.ci_low > 0
+    assert t.p_at_floor and t.p_value == 2 / 1000 and t.p_text(999) == "< 0.002"
+    assert outperform(a.mean(axis=1), b.mean(axis=1)) == 1.0
+    none = group_test("all queries", "R@1", a, b, None, 0, seq)  # --bootstrap 0
+    assert none.diff == t.diff and np.isnan(none.p_value) and np.isnan(none.ci_low)
+    assert none.p_text(0) == "–"
+
+
 @needs_data
 def test_groups_of_one_leave_every_output_byte_identical(whole_child, tmp_path, monkeypatch):
     """The committed board rebuilt where it lies relative to its runs: the same bytes."""
@@ -302,31 +318,49 @@ def test_bad_seed_runs_are_rejected_with_the_reason(whole_child, tmp_path) -> No
     assert all(r.errors[-1].code == "seed-group" for r in rejected)
 
 
+def _without(text: str, start: str, end: str) -> str:
+    """``text`` with the part from ``start`` up to (not including) ``end`` cut out."""
+    head, rest = text.split(start, 1)
+    return head + end + rest.split(end, 1)[1]
+
+
 @needs_data
-def test_the_pages_show_the_spread_and_the_board_stays_as_it_was(
-    whole_child: Path, seeded: Seeded, tmp_path: Path
+def test_seed_runs_add_a_section_and_change_nothing_else(
+    whole_child: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Seed runs take no rank: every main-board number is the one without them."""
-    plain = tmp_path / "plain"
-    for name in ("stair", "dsi", "hybrid", "twin"):
-        shutil.copytree(seeded.subs / name, plain / name)
-    options = {"bootstrap": 200, "permutations": 500}
-    without = build_leaderboard(whole_child, plain, tmp_path / "without", **options)
-    result = build_leaderboard(whole_child, seeded.subs, tmp_path / "with", **options)
-    assert [e.system for e in result.entries] == [e.system for e in without.entries]
-    data = json.loads((tmp_path / "with" / "leaderboard.json").read_text())
-    base = json.loads((tmp_path / "without" / "leaderboard.json").read_text())
-    assert "seeds" not in base and not data["rejected"]
-    for key in ("comparison", "analyses", "learning_curves", "colours"):
-        assert data[key] == base[key], key
-    spread = {g["system"]: g for g in data["seeds"]["groups"]}
-    assert spread["stair"]["seeds"] == [42, 1, 2] and spread["stair"]["n_seeds"] == 3
-    md = (tmp_path / "with" / "leaderboard.md").read_text()
+    """The committed board with seed runs beside it: every committed byte stays, and the check
+    against the committed expectations still passes; the seed spread is all that is new."""
+    for folder in _folders(ROOT / "submissions"):
+        shutil.copytree(folder, tmp_path / "submissions" / folder.name)
+    for seed in (1, 2):
+        perturbed_copy(
+            ROOT / "submissions" / "stair", tmp_path / f"submissions/stair-seed{seed}", seed, 0.08
+        )
+    perturbed_copy(ROOT / "submissions" / "dsi", tmp_path / "submissions" / "dsi-seed1", 1, 0.08)
+    monkeypatch.chdir(tmp_path)
+    out = Path("leaderboard") / "whole-child"
+    result = build_leaderboard(whole_child, "submissions", out, check=BOARD / "expected.json")
+    assert result.check_summary() == "check: OK (0 of 135 failed)"
+    data = json.loads((out / "leaderboard.json").read_text())
+    seeds = data.pop("seeds")
+    assert data == json.loads((BOARD / "leaderboard.json").read_text())
+    assert [(g["system"], g["seeds"]) for g in seeds["groups"]] == [
+        ("stair", [42, 1, 2]),
+        ("dsi", [42, 1]),
+    ]
+    for name in (
+        "figures/r1_by_training_questions.png",
+        "figures/paired_by_training_questions.png",
+    ):
+        assert (out / name).read_bytes() == (BOARD / name).read_bytes()
+    md = (out / "leaderboard.md").read_text()
+    cut = _without(md, "## Seed spread", "## Learning curves")
+    assert cut == (BOARD / "leaderboard.md").read_text()
     stair = next(g for g in result.seeds.groups if g.system == "stair")
     cell = f"{stair.mean('R@1') * 100:.1f} ± {stair.sd('R@1') * 100:.1f}"
-    assert "## Seed spread" in md and f"| stair | 42, 1, 2 | {cell} |" in md
+    assert f"| stair | 42, 1, 2 | {cell} |" in md
     assert "### stair − dsi over seeds (pre-declared pair)" in md
-    html = (tmp_path / "with" / "index.html").read_text()
-    assert '<h2 id="seed-spread">' in html and cell in html
-    assert 'id="seed-rare-stair-dsi"' in html
-    assert "Seed spread" not in (tmp_path / "without" / "index.html").read_text()
+    html = (out / "index.html").read_text()
+    cut = _without(html, '<h2 id="seed-spread">', '<h2 id="learning-curves">')
+    assert cut == (BOARD / "index.html").read_text()
+    assert cell in html and 'id="seed-rare-stair-dsi"' in html
