@@ -38,6 +38,7 @@ from searchtome.leaderboard.results import (
     relative,
 )
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
+from searchtome.leaderboard.seeds import seed_spread, split_seed_runs
 from searchtome.leaderboard.significance import CompareOptions, compare
 from searchtome.leaderboard.systems import palette, type_problem
 from searchtome.submissions.problems import Problem
@@ -363,6 +364,7 @@ def build_leaderboard(
     o = options or LeaderboardOptions()
     dataset = data_dir if isinstance(data_dir, Dataset) else load(data_dir)
     accepted, rejected = _validate_all(_folders(submissions_dir), dataset, o.split)
+    accepted, seed_runs, rejected = split_seed_runs(accepted, rejected)  # docs/seeds.md
     board = score_runs(
         [r.submission for r in accepted if r.submission is not None],
         data=dataset,
@@ -375,6 +377,8 @@ def build_leaderboard(
     comparison, entries = _test_against_the_top(board, entries, o.testing)
     breakdowns, paired = _analyses(board, entries, o)
     curves = learning_curves(entries, root)
+    order = [e.system for e in entries]
+    seeds = seed_spread(board, seed_runs, dataset, o.split, order, o.pair, o.resampling, root)
     colours = palette([e.system for e in entries])
     figures, images = _write_figures(breakdowns, Path(out_dir), colours, paired, curves)
     checks: list[CheckResult] | None = None
@@ -395,6 +399,7 @@ def build_leaderboard(
         paired=paired,
         curves=curves,
         colours=colours,
+        seeds=seeds,  # None without seed runs: the outputs stay as they were
     )
     _write_pages(result, images)
     return result

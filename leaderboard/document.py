@@ -100,6 +100,8 @@ def document_of(result: LeaderboardResult) -> LeaderboardDocument:
         colours=result.colours,
         rejected=[_rejected(r, root) for r in result.rejected],
         checks=result.checks,
+        # The seed section (docs/seeds.md) travels as its own JSON: leaderboard.seeds owns it.
+        extra={"seeds": result.seeds.to_dict()} if result.seeds is not None else {},
     )
 
 

@@ -53,6 +53,7 @@ from searchtome.leaderboard.results import (
     LeaderboardResult,
     dataset_facts,
 )
+from searchtome.leaderboard.seed_pages import html_section
 from searchtome.leaderboard.tables import headline, settings_text, short_note
 from searchtome.leaderboard.text import fmt_p, percent
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
@@ -520,6 +521,7 @@ def _page(result: LeaderboardResult, images: dict[str, bytes]) -> dict[str, Any]
         "figures": [_figure(result, k, png) for k, png in images.items() if k != CURVES_KEY],
         "rare": result.paired.rare_sentence() if result.paired is not None else "",
         "curves": _curves(result, images),
+        "seeds": html_section(result.seeds, result.colours),  # docs/seeds.md; None: no seeds
         "submissions": _submissions(result),
         "rejected": _rejected(result),
         "checks": _checks(result),

@@ -17,6 +17,7 @@ from searchtome.leaderboard.results import (
     META_ORDER,
     LeaderboardResult,
 )
+from searchtome.leaderboard.seed_pages import markdown_lines as seed_lines
 from searchtome.leaderboard.tables import (
     MAIN_HEADER,
     headline,
@@ -53,6 +54,7 @@ def render_markdown(result: LeaderboardResult) -> str:
         for key, path in analysed.items():
             parts += [f"![{md_escape(result.figure_title(key))}](figures/{path.name})", ""]
         parts += paired_lines(result)
+    parts += seed_lines(result.seeds)  # docs/seeds.md; nothing without seed runs
     parts += curve_lines(result)
     if result.entries:
         parts += ["## Submissions", ""]

@@ -317,6 +317,7 @@ class LeaderboardResult:
     paired: PairedAnalysis | None = None
     curves: dict[str, LearningCurve] = field(default_factory=dict)  # system → its training
     colours: dict[str, str] = field(default_factory=dict)  # system → its colour, page-wide
+    seeds: Any = None  # a seeds.SeedReport when some system has seed runs (docs/seeds.md)
 
     @property
     def best(self) -> str | None:

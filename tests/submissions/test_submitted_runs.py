@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from searchtome.leaderboard.seeds import config_differences, seed_name
 
 from searchtome.cli import main
 
@@ -45,13 +46,15 @@ def _strings(value: object) -> list[str]:
     return [value] if isinstance(value, str) else []
 
 
-def _committed() -> set[str]:
-    return {p.name for p in (ROOT / "submissions").iterdir() if (p / "meta.json").is_file()}
+def _committed(seed_runs: bool = False) -> set[str]:
+    """The committed runs: the systems, or (``seed_runs``) their other seeds (docs/seeds.md)."""
+    names = {p.name for p in (ROOT / "submissions").iterdir() if (p / "meta.json").is_file()}
+    return {n for n in names if (seed_name(n) is not None) == seed_runs}
 
 
 def test_every_baseline_has_a_committed_run() -> None:
     assert _committed() == BASELINES | set(VARIANTS)
-    for name in _committed():
+    for name in _committed() | _committed(seed_runs=True):
         meta = json.loads((ROOT / "submissions" / name / "meta.json").read_text())
         assert meta["system"] == name and meta["split"] == "test"
         assert "whole-child" in meta["dataset_revision"]
@@ -64,6 +67,18 @@ def test_every_baseline_has_a_committed_run() -> None:
         assert "dtype" in info and info["threads"]["counts"] is not None, name
         # `--depth 10` cut the rankings: a config that has a depth says the same
         assert meta["config"].get("depth", info["depth"]) == info["depth"], name
+
+
+def test_every_seed_run_repeats_a_committed_run() -> None:
+    """``stair-seed1`` is ``stair`` trained with seed 1: same baseline and config, another seed."""
+    for name in _committed(seed_runs=True):
+        base, seed = seed_name(name)  # type: ignore[misc]
+        metas = [
+            json.loads((ROOT / "submissions" / n / "meta.json").read_text()) for n in (name, base)
+        ]
+        assert base in _committed() and metas[0]["seed"] == seed != metas[1]["seed"], name
+        assert metas[0]["run_info"]["baseline"] == metas[1]["run_info"]["baseline"], name
+        assert not config_differences(metas[1], metas[0]), name
 
 
 def test_a_variant_reuses_its_baselines_adapter() -> None:

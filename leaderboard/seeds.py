@@ -1,0 +1,478 @@
+"""Seed groups: one system trained several times with different seeds, reported as one spread.
+
+A **seed run** is a submission whose system (``meta.json``'s ``system``, the folder's name) is
+``<system>-seed<N>`` and whose ``meta.json`` records ``"seed": N`` (what ``searchtome run
+<baseline> --out submissions/<system>-seed<N> --seed N`` writes). It repeats the accepted
+submission named ``<system>``: the two form a **seed group**; every other system is a group of
+one. Seed runs take
+no rank: the main table and the analyses keep showing the run named like the system, so a
+board without seed runs is byte-identical to one built before this module existed.
+
+For each group with two runs or more the page and ``leaderboard.json`` (``seeds``) report the
+mean ± sd over seeds of every measure; for the build's pair (``--pair``, default stair − dsi) and
+for the first system against every other group with seeds, the difference with a **two-level
+bootstrap** over seeds and questions, and the pre-declared rare-leaf test for every pair of runs
+and pooled. Why this test, and its limits: docs/seeds.md.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from searchtome.leaderboard.analyses import RARE_MAX, Resampling, paired_analysis
+from searchtome.leaderboard.results import MAIN_MEASURES, PairedTest, relative
+from searchtome.leaderboard.scoring import Scoreboard, score_runs
+from searchtome.leaderboard.significance import BLOCK, CI_DECIMALS
+from searchtome.leaderboard.text import fmt_p
+from searchtome.submissions.problems import Problem
+from searchtome.submissions.schema import META_FILE
+from searchtome.submissions.validate import ValidationReport
+
+from searchtome.dataset.loader import Dataset
+
+SEED_NAME = re.compile(r"^(?P<base>.+?)-seed(?P<seed>[0-9]+)$")
+# Config keys that say how a run was executed, not what was trained: a seed run may differ there.
+EXECUTION_KEYS = frozenset({"threads", "device", "cache_adapters", "adapter"})
+RARE_MEASURE = "R@1"  # the pre-declared rare-leaf test's measure (as in analyses)
+
+
+def seed_name(system: str) -> tuple[str, int] | None:
+    """``stair-seed1`` → ``("stair", 1)``; ``None`` for a name without the ``-seed<N>`` suffix."""
+    match = SEED_NAME.match(system)
+    return (match["base"], int(match["seed"])) if match else None
+
+
+# -- which folders are seed runs ------------------------------------------------------------------
+
+
+def _meta(report: ValidationReport) -> Mapping[str, Any]:
+    return report.submission.meta if report.submission is not None else {}
+
+
+def _seed_problem(report: ValidationReport, bases: Mapping[str, ValidationReport]) -> str:
+    """Why ``report`` cannot join its seed group ("" when it can)."""
+    parsed = seed_name(report.system)
+    assert parsed is not None
+    base, seed = parsed
+    if base not in bases:
+        return (
+            f"a seed run repeats an accepted submission named {base!r}, and there is none; "
+            f"commit the run it repeats or rename this one (docs/seeds.md)"
+        )
+    recorded = _meta(report).get("seed")
+    if recorded != seed:
+        return f"the name says seed {seed} but meta.json's 'seed' is {recorded!r}; make them agree"
+    if _meta(bases[base]).get("seed") == seed:
+        return f"seed {seed} is also the seed of {base!r}: a seed run needs a seed of its own"
+    mine = (_meta(report).get("run_info") or {}).get("baseline")
+    theirs = (_meta(bases[base]).get("run_info") or {}).get("baseline")
+    if mine and theirs and mine != theirs:
+        return (
+            f"runs baseline {mine!r}, but {base!r} runs {theirs!r}: not a seed of the same system"
+        )
+    return ""
+
+
+def split_seed_runs(
+    accepted: list[ValidationReport], rejected: list[ValidationReport]
+) -> tuple[list[ValidationReport], list[ValidationReport], list[ValidationReport]]:
+    """``(main board, seed runs, rejected)``: seed runs leave the board, bad ones are rejected.
+
+    Without any ``-seed<N>`` folder the lists come back as they were.
+    """
+    candidates = [r for r in accepted if seed_name(r.system) is not None]
+    if not candidates:
+        return accepted, [], rejected
+    main = [r for r in accepted if seed_name(r.system) is None]
+    bases = {r.system: r for r in main}
+    runs, bad = [], []
+    for report in candidates:
+        problem = _seed_problem(report, bases)
+        if problem:
+            where = str(report.path / META_FILE)
+            report.problems.append(Problem(where, None, "system", problem, "seed-group"))
+            bad.append(report)
+        else:
+            runs.append(report)
+    return main, runs, (sorted([*rejected, *bad], key=lambda r: r.path) if bad else rejected)
+
+
+def config_differences(base: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
+    """The config keys (execution keys aside) in which a seed run differs from its system."""
+    a, b = base.get("config") or {}, run.get("config") or {}
+    keys = sorted((set(a) | set(b)) - EXECUTION_KEYS)
+    return [f"{k}: {a.get(k)!r} → {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
+
+
+# -- the report's types ---------------------------------------------------------------------------
+
+
+@dataclass
+class SeedRun:
+    system: str
+    seed: int | None
+    path: str
+    aggregate: dict[str, float]
+    config_differences: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class SeedGroup:
+    """A system's runs, the one on the main table first, then the seed runs by seed."""
+
+    system: str
+    runs: list[SeedRun]
+
+    @property
+    def seeds(self) -> list[int | None]:
+        return [r.seed for r in self.runs]
+
+    def values(self, measure: str) -> np.ndarray:
+        return np.asarray([r.aggregate[measure] for r in self.runs])
+
+    def mean(self, measure: str) -> float:
+        return float(self.values(measure).mean())
+
+    def sd(self, measure: str) -> float | None:
+        """Sample standard deviation over seeds (n − 1); ``None`` for one run."""
+        v = self.values(measure)
+        return float(v.std(ddof=1)) if v.size > 1 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        measures = list(self.runs[0].aggregate)
+        return {
+            "system": self.system,
+            "n_seeds": len(self.runs),
+            "seeds": self.seeds,
+            "runs": [r.to_dict() for r in self.runs],
+            "mean": {m: self.mean(m) for m in measures},
+            "sd": {m: self.sd(m) for m in measures},
+            "min": {m: float(self.values(m).min()) for m in measures},
+            "max": {m: float(self.values(m).max()) for m in measures},
+        }
+
+
+@dataclass
+class GroupTest:
+    """Group ``a`` − group ``b`` on one measure and query set, over seeds and questions."""
+
+    label: str  # "all queries" or "≤ 5" (rare leaves)
+    measure: str
+    n_queries: int
+    mean_a: float  # mean over a's runs of each run's value
+    mean_b: float
+    diff: float
+    ci_low: float  # 95% two-level bootstrap interval of the difference
+    ci_high: float
+    p_value: float  # two-sided, from the same bootstrap (see docs/seeds.md)
+    p_at_floor: bool
+    p_outperform: float  # P(a's run beats b's run) over every pair of runs, ties count ½
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def p_text(self, replicates: int) -> str:
+        return f"< {fmt_p(2.0 / (replicates + 1))}" if self.p_at_floor else fmt_p(self.p_value)
+
+
+@dataclass
+class RunPairTest:
+    """The pre-declared rare-leaf test on one run of ``a`` against one run of ``b``."""
+
+    a: str
+    seed_a: int | None
+    b: str
+    seed_b: int | None
+    test: PairedTest
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**{k: v for k, v in self.__dict__.items() if k != "test"}, **self.test.to_dict()}
+
+
+@dataclass
+class GroupComparison:
+    a: str
+    b: str
+    pre_declared: bool  # the build's pair (--pair); the others are descriptive
+    seeds_a: list[int | None]
+    seeds_b: list[int | None]
+    overall: list[GroupTest]
+    rare_max: int
+    rare_pooled: GroupTest | None
+    rare_runs: list[RunPairTest]
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **{k: v for k, v in self.__dict__.items() if k not in ("overall", "rare_pooled")},
+            "overall": [t.to_dict() for t in self.overall],
+            "rare_pooled": self.rare_pooled.to_dict() if self.rare_pooled else None,
+            "rare_runs": [t.to_dict() for t in self.rare_runs],
+        }
+
+
+@dataclass
+class SeedReport:
+    groups: list[SeedGroup]  # the groups with two runs or more, in rank order
+    comparisons: list[GroupComparison]
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "groups": [g.to_dict() for g in self.groups],
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "settings": dict(self.settings),
+        }
+
+
+# -- the two-level bootstrap ----------------------------------------------------------------------
+
+
+def _counts(rng: np.random.Generator, rows: int, size: int) -> np.ndarray:
+    """Resampling counts (rows × size): each row draws ``size`` of ``size`` with replacement."""
+    draws = rng.integers(0, size, size=(rows, size))
+    flat = (draws + (np.arange(rows) * size)[:, None]).ravel()
+    return np.bincount(flat, minlength=rows * size).reshape(rows, size).astype(np.float64)
+
+
+def two_level_bootstrap(
+    a: np.ndarray,
+    b: np.ndarray,
+    groups: Sequence[str] | None,
+    replicates: int,
+    seed_seq: np.random.SeedSequence,
+) -> np.ndarray:
+    """Bootstrap replicates of mean(a's runs) − mean(b's runs), resampling seeds and questions.
+
+    ``a`` (runs × queries) and ``b`` hold per-query values in one query order. Each replicate
+    draws the questions with replacement (within each group, so the macro mean over groups keeps
+    the group sizes; the same questions for every run: the runs stay paired), then each system's
+    runs with replacement, and takes the difference of the two systems' mean run values.
+    """
+    a, b = np.atleast_2d(a).astype(np.float64), np.atleast_2d(b).astype(np.float64)
+    n = a.shape[1]
+    labels = (
+        np.zeros(n, dtype=np.int64) if groups is None else np.unique(groups, return_inverse=True)[1]
+    )
+    members = [np.flatnonzero(labels == g) for g in range(int(labels.max()) + 1)]
+    # Two streams: the questions drawn do not depend on how many runs each system has. Made
+    # from the sequence's own entropy, not spawn(), which would give other children next call.
+    q_rng, s_rng = (
+        np.random.Generator(
+            np.random.PCG64(
+                np.random.SeedSequence(seed_seq.entropy, spawn_key=(*seed_seq.spawn_key, k))
+            )
+        )
+        for k in (0, 1)
+    )
+    out = np.empty(replicates)
+    for lo in range(0, replicates, BLOCK):
+        rows = min(BLOCK, replicates - lo)
+        weights = np.zeros((rows, n))
+        for idx in members:  # macro mean: each group weighs 1 / number of groups
+            weights[:, idx] = _counts(q_rng, rows, idx.size) / (idx.size * len(members))
+        ka = _counts(s_rng, rows, a.shape[0]) / a.shape[0]
+        kb = _counts(s_rng, rows, b.shape[0]) / b.shape[0]
+        out[lo : lo + rows] = ((weights @ a.T) * ka).sum(1) - ((weights @ b.T) * kb).sum(1)
+    return out
+
+
+def _stream(seed: int, *names: str) -> np.random.SeedSequence:
+    """One stream per test, named, so a test's numbers do not depend on which others ran."""
+    return np.random.SeedSequence([seed, zlib.crc32("\x1f".join(names).encode())])
+
+
+def outperform(a: np.ndarray, b: np.ndarray) -> float:
+    """P(a run of a beats a run of b), over every pair of runs; a tie counts ½."""
+    wins = (a[:, None] > b[None, :]).mean()
+    ties = (a[:, None] == b[None, :]).mean()
+    return float(wins + 0.5 * ties)
+
+
+def group_test(
+    label: str,
+    measure: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    groups: Sequence[str] | None,
+    replicates: int,
+    seed_seq: np.random.SeedSequence,
+) -> GroupTest:
+    """``a`` − ``b`` (runs × queries each): observed difference, interval and two-sided p.
+
+    p is twice the smaller share of replicates on either side of 0, each share counted as
+    ``(c + 1) / (B + 1)`` so it is never 0 — the smallest level at which the percentile
+    interval would exclude 0. No replicates (``--bootstrap 0``): no interval and no p (NaN).
+    """
+    runs_a, runs_b = _run_means(a, groups), _run_means(b, groups)
+    p, low, high = float("nan"), float("nan"), float("nan")
+    if replicates > 0:
+        diffs = two_level_bootstrap(a, b, groups, replicates, seed_seq)
+        below = (np.count_nonzero(diffs <= 0) + 1) / (replicates + 1)
+        above = (np.count_nonzero(diffs >= 0) + 1) / (replicates + 1)
+        p = float(min(1.0, 2.0 * min(below, above)))
+        low, high = np.round(np.percentile(diffs, [2.5, 97.5]), CI_DECIMALS)
+    return GroupTest(
+        label,
+        measure,
+        int(a.shape[1]),
+        float(runs_a.mean()),
+        float(runs_b.mean()),
+        float(runs_a.mean() - runs_b.mean()),
+        float(low),
+        float(high),
+        p,
+        bool(p <= 2.0 / (replicates + 1) * (1 + 1e-9)),
+        outperform(runs_a, runs_b),
+    )
+
+
+def _run_means(x: np.ndarray, groups: Sequence[str] | None) -> np.ndarray:
+    """Each run's value: the macro mean over groups (the plain mean without groups)."""
+    x = np.atleast_2d(x)
+    if groups is None:
+        return x.mean(axis=1)
+    labels = np.asarray(groups)
+    return np.mean([x[:, labels == g].mean(axis=1) for g in sorted(set(labels.tolist()))], axis=0)
+
+
+# -- building the report --------------------------------------------------------------------------
+
+
+def _parsed(report: ValidationReport) -> tuple[str, int]:
+    parsed = seed_name(report.system)
+    assert parsed is not None  # only seed runs get here (split_seed_runs)
+    return parsed
+
+
+def _groups(
+    board: Scoreboard, runs: list[ValidationReport], order: list[str], root: str
+) -> dict[str, SeedGroup]:
+    """Every system as a group: its own run first, then its seed runs by seed."""
+    by_base: dict[str, list[ValidationReport]] = {}
+    for r in runs:
+        by_base.setdefault(_parsed(r)[0], []).append(r)
+    out = {}
+    for system in order:
+        s = board.get(system)
+        path = relative(s.path or "", root)
+        group = SeedGroup(
+            system, [SeedRun(system, s.meta.get("seed"), path, board.aggregate(system))]
+        )
+        for r in sorted(by_base.get(system, []), key=lambda r: _parsed(r)[1]):
+            group.runs.append(
+                SeedRun(
+                    r.system,
+                    _meta(r).get("seed"),
+                    relative(r.path, root),
+                    board.aggregate(r.system),
+                    config_differences(s.meta, _meta(r)),
+                )
+            )
+        out[system] = group
+    return out
+
+
+def _compare(
+    board: Scoreboard, ga: SeedGroup, gb: SeedGroup, pre_declared: bool, rs: Resampling
+) -> GroupComparison:
+    assert board.queries is not None
+    groups = board.groups()
+
+    def matrix(g: SeedGroup, measure: str, mask: np.ndarray | None = None) -> np.ndarray:
+        rows = np.stack([board.get(r.system).per_query[measure] for r in g.runs])
+        return rows if mask is None else rows[:, mask]
+
+    def test(label: str, m: str, mask: np.ndarray | None, by: Sequence[str] | None) -> GroupTest:
+        stream = _stream(rs.seed, ga.system, gb.system, label, m)
+        return group_test(
+            label, m, matrix(ga, m, mask), matrix(gb, m, mask), by, rs.bootstrap, stream
+        )
+
+    overall = [test("all queries", m, None, groups) for m in MAIN_MEASURES]
+    rare = board.queries.train_questions <= RARE_MAX
+    pooled = None
+    runs: list[RunPairTest] = []
+    if rare.any():
+        pooled = test(f"≤ {RARE_MAX}", RARE_MEASURE, rare, None)  # plain mean, like analyses
+        for x in ga.runs:
+            for y in gb.runs:
+                one = paired_analysis(board, (x.system, y.system), rs, RARE_MEASURE).rare
+                assert one is not None  # the rare set is not empty
+                runs.append(RunPairTest(x.system, x.seed, y.system, y.seed, one))
+    single = [g.system for g in (ga, gb) if len(g.runs) == 1]
+    note = (
+        f"{' and '.join(single)} has one run: its seed variance is not in the test"
+        if single
+        else ""
+    )
+    return GroupComparison(
+        ga.system,
+        gb.system,
+        pre_declared,
+        ga.seeds,
+        gb.seeds,
+        overall,
+        RARE_MAX,
+        pooled,
+        runs,
+        note,
+    )
+
+
+def seed_spread(
+    board: Scoreboard,
+    runs: list[ValidationReport],
+    dataset: Dataset,
+    split: str,
+    order: list[str],
+    pair: tuple[str, str] | None,
+    resampling: Resampling,
+    root: str,
+) -> SeedReport | None:
+    """The seed report, or ``None`` when no system has a seed run (nothing changes then).
+
+    ``board`` holds the main board's runs; the seed runs are scored here on the same queries.
+    ``order``: the systems in rank order. Compared: the build's ``pair`` when either system has
+    seed runs, then its first system against every other group with seed runs.
+    """
+    if not runs:
+        return None
+    extra = score_runs(
+        [r.submission for r in runs if r.submission is not None],
+        data=dataset,
+        split=split,
+        measures=board.measures,
+    )
+    both = Scoreboard(
+        board.query_ids, board.measures, [*board.systems, *extra.systems], board.queries, split
+    )
+    groups = _groups(both, runs, order, root)
+    seeded = [g for g in groups.values() if len(g.runs) > 1]
+    pairs: list[tuple[str, str, bool]] = []
+    if pair is not None and pair[0] in groups and both.queries is not None:
+        a = pair[0]
+        if pair[1] in groups and len(groups[a].runs) + len(groups[pair[1]].runs) > 2:
+            pairs.append((a, pair[1], True))
+        pairs += [(a, g.system, False) for g in seeded if g.system not in pair]
+    comparisons = [_compare(both, groups[a], groups[b], pre, resampling) for a, b, pre in pairs]
+    settings = {
+        "bootstrap": resampling.bootstrap,
+        "permutations": resampling.permutations,
+        "seed": resampling.seed,
+        "rule": "a folder <system>-seed<N> whose meta.json records seed N repeats <system>",
+        "sd": "sample standard deviation over seeds (n - 1)",
+        "test": "two-level bootstrap: questions (within each domain) and each system's runs "
+        "resampled with replacement; p = 2 min(share <= 0, share >= 0)",
+        "rare_runs": "the pre-declared rare-leaf test (two-sided paired randomization) on every "
+        "pair of runs",
+    }
+    return SeedReport(seeded, comparisons, settings)
