@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -194,7 +194,7 @@ class RunPairTest:
     test: PairedTest
 
     def to_dict(self) -> dict[str, Any]:
-        return {**{k: v for k, v in self.__dict__.items() if k != "test"}, **self.test.to_dict()}
+        return {**{k: v for k, v in self.__dict__.items() if k != "test"}, **{f.name: getattr(self.test, f.name) for f in fields(self.test)}}
 
 
 @dataclass

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from searchtome.leaderboard.analyses import RARE_MAX, Resampling, paired_analysis
 from searchtome.leaderboard.build import build_leaderboard
+from searchtome.leaderboard.checks import summary
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.seeds import (
     GroupComparison,
@@ -232,7 +233,7 @@ def test_groups_of_one_leave_every_output_byte_identical(whole_child, tmp_path, 
     out = Path("leaderboard") / "whole-child"
     result = build_leaderboard(whole_child, "submissions", out, check=BOARD / "expected.json")
     assert result.seeds is None
-    assert result.check_summary() == "check: OK (0 of 135 failed)"
+    assert summary(result.checks) == "check: OK (0 of 135 failed)"
     assert "Seed spread" not in (out / "index.html").read_text()
     _assert_committed_board(out)
 
@@ -370,7 +371,7 @@ def test_seed_runs_add_a_section_and_change_nothing_else(
     monkeypatch.chdir(tmp_path)
     out = Path("leaderboard") / "whole-child"
     result = build_leaderboard(whole_child, "submissions", out, check=BOARD / "expected.json")
-    assert result.check_summary() == "check: OK (0 of 135 failed)"
+    assert summary(result.checks) == "check: OK (0 of 135 failed)"
     _assert_committed_board(out)
     groups = {
         g["system"]: g["seeds"]
