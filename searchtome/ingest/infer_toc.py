@@ -100,7 +100,8 @@ def _read_lines(doc: pymupdf.Document) -> tuple[list[Line], set[tuple[int, int]]
     text_pages: list[Page] | None = []
     for page in progress(doc, total=doc.page_count, desc="reading layout", unit="p"):
         number = page.number + 1
-        fpage = Page(number, page.rect.width, page.rect.height)
+        rect = page.rect  # computed by MuPDF at each access
+        fpage = Page(number, rect.width, rect.height)
         textpage = page.get_textpage(flags=flags)
         text_pages = _with_blocks(text_pages, textpage, page)
         for bi, block in enumerate(textpage.extractDICT()["blocks"]):
@@ -197,8 +198,9 @@ def _follows(current: tuple[int, ...], number: tuple[int, ...]) -> bool:
     return False
 
 
-def _candidates(lines: list[Line], furniture: set[tuple[int, int]]) -> list[_Candidate]:
-    body, body_font = _body_style(lines)
+def _candidates(
+    lines: list[Line], furniture: set[tuple[int, int]], body: float, body_font: str
+) -> list[_Candidate]:
     margins: dict[int, float] = {}
     for line in lines:  # left margin per page: the smallest x of body-style text
         if line.style is not None and abs(line.style.size - body) < 0.6:
@@ -360,9 +362,10 @@ def infer_entries(doc: pymupdf.Document, path: str | Path) -> tuple[list[Outline
     """Inferred outline entries (document order) and warnings."""
     with collector_paused():
         lines, furniture = _read_lines(doc)
-    if not lines:
-        return [], [f"{Path(path).name}: no text layer (a scanned PDF?); nothing to infer"]
-    cands = _candidates(lines, furniture)
+        if not lines:
+            return [], [f"{Path(path).name}: no text layer (a scanned PDF?); nothing to infer"]
+        body, body_font = _body_style(lines)
+        cands = _candidates(lines, furniture, body, body_font)
     levels = _levels(cands)
     entries = [
         OutlineEntry(level, c.text, c.first.page, c.first.x0, max(c.first.y0 - 1, 0.0))
@@ -370,7 +373,7 @@ def infer_entries(doc: pymupdf.Document, path: str | Path) -> tuple[list[Outline
     ]
     warns = [
         f"ToC inferred from the page layout ({len(entries)} headings, body text "
-        f"{_body_style(lines)[0]:g} pt); check it before relying on it"
+        f"{body:g} pt); check it before relying on it"
     ]
     log.info("%s: inferred %d headings", path, len(entries))
     return entries, warns

@@ -76,7 +76,8 @@ def _read_page(page: pymupdf.Page, flags: int) -> Page:
 
 
 def _blocks_of(textpage: pymupdf.TextPage, page: pymupdf.Page) -> Page:
-    out = Page(page.number + 1, page.rect.width, page.rect.height)
+    rect = page.rect  # computed by MuPDF at each access
+    out = Page(page.number + 1, rect.width, rect.height)
     for x0, y0, x1, y1, text, _no, kind in textpage.extractBLOCKS():
         if kind != 0:
             continue
