@@ -16,17 +16,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from searchtome.dataset.loader import Dataset
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.metrics.measures import DEFAULT_MEASURES, measure_names
 from searchtome.metrics.qrels import Qrels
 from searchtome.metrics.scorer import aggregate, evaluate_arrays, is_count, warn_ties
 from searchtome.metrics.structure import STRUCTURE_MEASURES, structure_flags
 from searchtome.records import Run, Submission
+
+if TYPE_CHECKING:  # only annotations: `score --qrels` never loads a dataset module
+    from searchtome.dataset.loader import Dataset
 
 log = logging.getLogger(__name__)
 

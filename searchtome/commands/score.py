@@ -58,11 +58,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     """The dataset (or ``None``), the qrels (or ``None``) and the submissions named on the line."""
-    from searchtome.dataset.loader import load
     from searchtome.metrics.qrels import Qrels
     from searchtome.submissions.reader import read_submission
 
-    data = load(args.data) if args.data else None
+    data = None
+    if args.data:  # the dataset machinery (parquet, JSON, the Hub) only when a dataset is named
+        from searchtome.dataset.loader import load
+
+        data = load(args.data)
     subs = [read_submission(s, args.run_format) for s in args.submission]
     if args.qrels and Path(args.qrels).is_dir():
         # A blind release's private folder: its qrels, and runs in source ids renamed to public ones.

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from searchtome.errors import SearchTomeError
 from searchtome.ingest.depth import cut_tree
 from searchtome.ingest.headings import Start, locate_starts
-from searchtome.ingest.layout import Page, mark_furniture, read_pages
+from searchtome.ingest.layout import Page, collector_paused, mark_furniture, read_pages
 from searchtome.ingest.outline import OutlineEntry
 from searchtome.ingest.pdf import opened
 from searchtome.ingest.toc import InferMode, TocTree, toc_from_doc
@@ -233,12 +233,13 @@ def extract_doc(
     leaf_depth: int | None = None,
 ) -> Extraction:
     """:func:`extract_book` for an already opened document."""
-    tree, entries = toc_from_doc(doc, path, book_id=book_id, infer=infer_toc)
-    tree, entries = cut_outline(tree, entries, leaf_depth)
-    pages = read_pages(doc, path)
-    dropped = mark_furniture(pages)
-    log.info("%s: %d header/footer/page-number blocks dropped", path, dropped)
-    return _build_extraction(tree, pages, entries)
+    with collector_paused():
+        tree, entries = toc_from_doc(doc, path, book_id=book_id, infer=infer_toc)
+        tree, entries = cut_outline(tree, entries, leaf_depth)
+        pages = read_pages(doc, path)
+        dropped = mark_furniture(pages)
+        log.info("%s: %d header/footer/page-number blocks dropped", path, dropped)
+        return _build_extraction(tree, pages, entries)
 
 
 def extract_book(

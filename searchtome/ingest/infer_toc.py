@@ -21,7 +21,6 @@ Measured against the real outlines of ../shared/realpdfs (see docs/ingestion.md 
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import statistics
@@ -35,12 +34,14 @@ from searchtome.ingest.headings import norm, strip_label
 from searchtome.ingest.layout import (
     Block,
     Page,
+    collector_paused,
     mark_furniture,
     page_from_textpage,
     remember_pages,
     text_flags,
 )
 from searchtome.ingest.outline import OutlineEntry
+from searchtome.ingest.styled import Line, Style, block_lines
 from searchtome.records import TocNode
 from searchtome.settings import progress
 
@@ -71,35 +72,12 @@ _CAPTION_RE = re.compile(
     r"^(example|table|figure|fig\.|listing|exhibit|chart|algorithm|equation)\s+[\w.-]*\d[\w.-]*[.:]?(\s|$)",
     re.IGNORECASE,
 )
-_BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi", "medi")
-
-
-@dataclass(frozen=True)
-class _Style:
-    size: float  # rounded to half points
-    bold: bool
-    mono: bool
-
-
-@dataclass
-class _Line:
-    page: int  # 1-based
-    block: int
-    x0: float
-    y0: float
-    y1: float
-    text: str
-    raw: str  # with leading whitespace, for indentation in monospaced pages
-    style: _Style | None  # None: mixed styles within the line (a run-in heading, inline code)
-    chars: int
-    font: str  # the font carrying most of the line's characters
-    lead: str | None = None  # leading bold words of a mixed-style first line of a block
 
 
 @dataclass
 class _Candidate:
-    lines: list[_Line]
-    style: _Style
+    lines: list[Line]
+    style: Style
     numbered: tuple[int, ...] | None = None
     label_only: bool = False
 
@@ -108,108 +86,26 @@ class _Candidate:
         return " ".join(line.text for line in self.lines)
 
     @property
-    def first(self) -> _Line:
+    def first(self) -> Line:
         return self.lines[0]
 
 
-def _span_style(span: dict) -> tuple[float, bool, bool]:
-    return _style_of(span.get("font", ""), int(span.get("flags", 0)), float(span["size"]))
-
-
-@functools.lru_cache(maxsize=4096)
-def _style_of(font: str, flags: int, size: float) -> tuple[float, bool, bool]:
-    """(size to half a point, bold, monospaced); fonts often say so only in their names."""
-    name = font.lower()
-    bold = bool(flags & 16) or any(n in name for n in _BOLD_NAMES)
-    mono = bool(flags & 8) or "mono" in name or "courier" in name
-    return round(size * 2) / 2, bold, mono
-
-
-_NUMERIC_SPAN_RE = re.compile(r"^[\s\d.:)(IVXivx-]*$")
-
-
-def _line_style(spans: list[dict]) -> _Style | None:
-    """The style of most of a line's words (70% of characters), or None for a mixed line.
-
-    A leading number set in another font does not count, nor does a word or two in small
-    capitals or code inside a heading.
-    """
-    words = [s for s in spans if not _NUMERIC_SPAN_RE.match(s["text"])] or spans
-    weights: Counter[tuple[float, bool, bool]] = Counter()
-    for span in words:
-        weights[_span_style(span)] += len(span["text"].strip())
-    total = sum(weights.values())
-    (style, chars), *_ = weights.most_common(1)
-    if chars < 0.7 * total:
-        return None
-    # Small capitals are set smaller: a line's size is its largest among the main weight.
-    size = max(st[0] for st in map(_span_style, words) if st[1:] == style[1:])
-    return _Style(size, style[1], style[2])
-
-
-def _rows(block: dict) -> list[list[dict]]:
-    """The block's lines, with lines on the same row (a number, a tab, a title) joined."""
-    rows: list[list[dict]] = []
-    last_box = None
-    for line in block.get("lines", ()):
-        box = line["bbox"]
-        if last_box is not None and rows:
-            overlap = min(box[3], last_box[3]) - max(box[1], last_box[1])
-            if (
-                overlap > 0.6 * min(box[3] - box[1], last_box[3] - last_box[1])
-                and box[0] >= last_box[2] - 1
-            ):
-                rows[-1].append(line)
-                last_box = (last_box[0], min(box[1], last_box[1]), box[2], max(box[3], last_box[3]))
-                continue
-        rows.append([line])
-        last_box = tuple(box)
-    return rows
-
-
-def _read_lines(doc: pymupdf.Document) -> tuple[list[_Line], set[tuple[int, int]]]:
+def _read_lines(doc: pymupdf.Document) -> tuple[list[Line], set[tuple[int, int]]]:
     """Every text line with its style, and the (page, block) pairs that are page furniture."""
     # The same flags as the section text (TEXTFLAGS_DICT less images is TEXTFLAGS_TEXT), so each
     # page's text page also gives extract's blocks: the PDF is read once (layout.remember_pages).
     flags = text_flags()
-    lines: list[_Line] = []
+    lines: list[Line] = []
     pages: list[Page] = []
     text_pages: list[Page] | None = []
     for page in progress(doc, total=doc.page_count, desc="reading layout", unit="p"):
         number = page.number + 1
-        fpage = Page(number, page.rect.width, page.rect.height)
+        rect = page.rect  # computed by MuPDF at each access
+        fpage = Page(number, rect.width, rect.height)
         textpage = page.get_textpage(flags=flags)
         text_pages = _with_blocks(text_pages, textpage, page)
         for bi, block in enumerate(textpage.extractDICT()["blocks"]):
-            texts = []
-            for row in _rows(block):
-                all_spans = [s for line in row for s in line["spans"]]
-                spans = [s for s in all_spans if s["text"].strip()]
-                if not spans:
-                    continue
-                raw = " ".join("".join(s["text"] for s in line["spans"]) for line in row)
-                x0 = min(line["bbox"][0] for line in row)
-                y0 = min(line["bbox"][1] for line in row)
-                y1 = max(line["bbox"][3] for line in row)
-                text = " ".join(raw.split())
-                style = _line_style(spans)
-                lead = _bold_lead(all_spans) if not texts else None
-                texts.append(text)
-                lines.append(
-                    _Line(
-                        number,
-                        bi,
-                        x0,
-                        y0,
-                        y1,
-                        text,
-                        raw,
-                        style,
-                        sum(len(s["text"]) for s in spans),
-                        _font_of(spans),
-                        lead,
-                    )
-                )
+            texts = block_lines(block, number, bi, lines)
             bx0, by0, bx1, by1 = block["bbox"]
             # Keep block indices aligned with the dict blocks, empty ones included.
             fpage.blocks.append(Block(bx0, by0, bx1, by1, texts or [""], text="\n".join(texts)))
@@ -235,31 +131,7 @@ def _with_blocks(
     return pages
 
 
-def _bold_lead(spans: list[dict]) -> str | None:
-    """The text up to the end of the leading bold run (a leading number may be regular)."""
-    out = []
-    seen_bold = False
-    for span in spans:
-        _size, bold, mono = _span_style(span)
-        if bold and not mono:
-            seen_bold = True
-            out.append(span["text"])
-        elif not seen_bold and _NUMERIC_SPAN_RE.match(span["text"]):
-            out.append(span["text"])
-        else:
-            break
-    lead = " ".join("".join(out).split())
-    return lead if seen_bold and lead.endswith(".") else None
-
-
-def _font_of(spans: list[dict]) -> str:
-    weights: Counter[str] = Counter()
-    for s in spans:
-        weights[s.get("font", "")] += len(s["text"])
-    return weights.most_common(1)[0][0]
-
-
-def _body_style(lines: list[_Line]) -> tuple[float, str]:
+def _body_style(lines: list[Line]) -> tuple[float, str]:
     """Size and font carrying most characters of running text (code does not count)."""
     sizes: Counter[float] = Counter()
     fonts: Counter[str] = Counter()
@@ -272,9 +144,9 @@ def _body_style(lines: list[_Line]) -> tuple[float, str]:
     return sizes.most_common(1)[0][0], fonts.most_common(1)[0][0]
 
 
-def _runs(lines: list[_Line], furniture: set[tuple[int, int]]) -> list[list[_Line]]:
+def _runs(lines: list[Line], furniture: set[tuple[int, int]]) -> list[list[Line]]:
     """Maximal runs of consecutive same-style lines within one block."""
-    runs: list[list[_Line]] = []
+    runs: list[list[Line]] = []
     for line in lines:
         if (line.page, line.block) in furniture:
             continue
@@ -326,8 +198,9 @@ def _follows(current: tuple[int, ...], number: tuple[int, ...]) -> bool:
     return False
 
 
-def _candidates(lines: list[_Line], furniture: set[tuple[int, int]]) -> list[_Candidate]:
-    body, body_font = _body_style(lines)
+def _candidates(
+    lines: list[Line], furniture: set[tuple[int, int]], body: float, body_font: str
+) -> list[_Candidate]:
     margins: dict[int, float] = {}
     for line in lines:  # left margin per page: the smallest x of body-style text
         if line.style is not None and abs(line.style.size - body) < 0.6:
@@ -347,7 +220,7 @@ def _candidates(lines: list[_Line], furniture: set[tuple[int, int]]) -> list[_Ca
                 sequence = parsed[0]
                 title = lead.rstrip(" .:")
                 out.append(
-                    _Candidate([_replace_text(first, title)], _Style(body, True, False), parsed[0])
+                    _Candidate([_replace_text(first, title)], Style(body, True, False), parsed[0])
                 )
             continue
         if style is None:
@@ -398,7 +271,7 @@ def _candidates(lines: list[_Line], furniture: set[tuple[int, int]]) -> list[_Ca
     return _merge(_drop_front_pages(out, lines))
 
 
-def _drop_front_pages(cands: list[_Candidate], lines: list[_Line]) -> list[_Candidate]:
+def _drop_front_pages(cands: list[_Candidate], lines: list[Line]) -> list[_Candidate]:
     """Drop candidates on title pages and printed ToC pages.
 
     A title page is one where most of the text is heading-sized; a printed ToC page is one
@@ -431,7 +304,7 @@ def _drop_front_pages(cands: list[_Candidate], lines: list[_Line]) -> list[_Cand
     return out
 
 
-def _replace_text(line: _Line, text: str) -> _Line:
+def _replace_text(line: Line, text: str) -> Line:
     from dataclasses import replace
 
     return replace(line, text=text, raw=text)
@@ -462,11 +335,11 @@ def _merge(cands: list[_Candidate]) -> list[_Candidate]:
 def _levels(cands: list[_Candidate]) -> list[int]:
     """A level per candidate: numbering depth, else the style's rank calibrated on numbers."""
     styles = sorted({c.style for c in cands}, key=lambda s: (-s.size, not s.bold))
-    depth_of: dict[_Style, list[int]] = defaultdict(list)
+    depth_of: dict[Style, list[int]] = defaultdict(list)
     for c in cands:
         if c.numbered is not None:
             depth_of[c.style].append(len(c.numbered))
-    style_level: dict[_Style, int] = {}
+    style_level: dict[Style, int] = {}
     last = 0
     for style in styles:  # larger styles first; unnumbered ones go one below the one above
         numbered = depth_of[style]
@@ -487,10 +360,12 @@ def _levels(cands: list[_Candidate]) -> list[int]:
 
 def infer_entries(doc: pymupdf.Document, path: str | Path) -> tuple[list[OutlineEntry], list[str]]:
     """Inferred outline entries (document order) and warnings."""
-    lines, furniture = _read_lines(doc)
-    if not lines:
-        return [], [f"{Path(path).name}: no text layer (a scanned PDF?); nothing to infer"]
-    cands = _candidates(lines, furniture)
+    with collector_paused():
+        lines, furniture = _read_lines(doc)
+        if not lines:
+            return [], [f"{Path(path).name}: no text layer (a scanned PDF?); nothing to infer"]
+        body, body_font = _body_style(lines)
+        cands = _candidates(lines, furniture, body, body_font)
     levels = _levels(cands)
     entries = [
         OutlineEntry(level, c.text, c.first.page, c.first.x0, max(c.first.y0 - 1, 0.0))
@@ -498,7 +373,7 @@ def infer_entries(doc: pymupdf.Document, path: str | Path) -> tuple[list[Outline
     ]
     warns = [
         f"ToC inferred from the page layout ({len(entries)} headings, body text "
-        f"{_body_style(lines)[0]:g} pt); check it before relying on it"
+        f"{body:g} pt); check it before relying on it"
     ]
     log.info("%s: inferred %d headings", path, len(entries))
     return entries, warns
