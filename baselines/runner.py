@@ -27,7 +27,7 @@ from typing import Any
 
 from searchtome.baselines.phases import Phases
 
-from searchtome.config import make_config
+from searchtome.config import config_record, make_config
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import cpu_facts, hardware
 from searchtome.limits import DEFAULT_SEED, MAX_IDS
@@ -263,7 +263,7 @@ def execute(
     _check_needs(name, spec.needs)
     dataset = _load(data)
     dataset.queries(split)  # unknown split → did-you-mean
-    cfg = make_config(spec.config_cls, config, overrides)
+    cfg = make_config(spec.config_cls, config, overrides, baseline=name)
     ctx = registry.RunContext(cache_dir=cache_dir("baselines", name), seed=seed)
     _seed_everything(seed)
     log.info("running %s on %s/%s with %s", name, dataset.root, split, cfg)
@@ -329,7 +329,7 @@ def execute(
         "license": "Apache-2.0",
         "command": "",
         "split": split,
-        "config": portable_values(dataclasses.asdict(cfg)),
+        "config": portable_values(config_record(cfg)),
         "seed": seed,
         "versions": versions(),
         "notes": "; ".join(summary),

@@ -14,10 +14,11 @@ gradients would drift further.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 from searchtome.baselines.generative.books import book_context
-from searchtome.baselines.generative.config import GenRetConfig
+from searchtome.baselines.generative.config import Decoder, GenRetConfig
 from searchtome.baselines.generative.engine import load_lm
 from searchtome.baselines.generative.predict import Decoded, decode_queries
 
@@ -44,16 +45,8 @@ def rank(data: str, split: str, n: int, system: str, model: str, dtype: str) -> 
         suffixes = [
             book.suffix_ids(lm, q.text, book.query_label, cfg.max_input_tokens) for q in queries
         ]
-        out = decode_queries(
-            lm,
-            book,
-            prefix,
-            suffixes,
-            mode="exact",
-            num_beams=10,
-            length_penalty=0.0,
-            max_output_tokens=cfg.max_output_tokens,
-        )
+        exact = dataclasses.replace(cfg.decoding, mode=Decoder.EXACT)
+        out = decode_queries(lm, book, prefix, suffixes, exact)
     seconds = (time.perf_counter() - start) / max(len(queries), 1)
     return out, [q.leaf_id for q in queries], seconds, str(lm.dtype).removeprefix("torch.")
 

@@ -22,6 +22,7 @@ book's whole train split and 100 dev questions. The load average is printed befo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -37,7 +38,6 @@ from searchtome.baselines.generative.lower import lower_states
 from searchtome.baselines.generative.predict import Predictor
 from searchtome.baselines.generative.stair import DSIConfig, StairConfig
 from searchtome.baselines.generative.train import (
-    LoraSettings,
     TrainSettings,
     attach_lora,
     batch_loss_backward,
@@ -56,18 +56,8 @@ def load_avg() -> str:
 
 
 def _settings(cfg: Any, cached: bool) -> TrainSettings:
-    return TrainSettings(
-        lr=cfg.lr,
-        warmup_ratio=cfg.warmup_ratio,
-        batch_size=cfg.batch_size,
-        pack=cfg.pack,
-        group=cfg.tree_group,
-        max_grad_norm=cfg.max_grad_norm,
-        max_epochs=1,
-        patience=cfg.patience,
-        adapt_toc=cfg.adapt_toc,
-        cache_lower_layers=cached,
-    )
+    """The system's training settings for one epoch on the old or the new path."""
+    return dataclasses.replace(cfg.training, max_epochs=1, cache_lower_layers=cached)
 
 
 def _epoch(
@@ -136,8 +126,7 @@ def bench_system(data: str, system: str, args: argparse.Namespace) -> dict:
     everything = build_examples(lm, ds, {book_id: book}, [book_id], cfg)
     examples = everything[: args.steps * cfg.batch_size]
     prefixes = {book_id: book.prefix_ids}
-    lora = LoraSettings(cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout, cfg.lora_layers)
-    attach_lora(lm, lora, seed=42)
+    attach_lora(lm, cfg.lora, seed=42)
     start = lora_state(lm)
     out: dict[str, Any] = {
         "system": system,
@@ -179,7 +168,7 @@ def bench_system(data: str, system: str, args: argparse.Namespace) -> dict:
         predictor = Predictor(lm, {book_id: book}, cfg, not cfg.adapt_toc)
         dev = dev_sample(ds, [book_id], args.dev, 42)
         cpu = time.process_time()
-        predictor.run(dev, mode="beam", num_beams=1, desc="dev")
+        predictor.run(dev, cfg.dev.decoding(cfg.decoding), desc="dev")
         out["dev_seconds_per_question"] = round((time.process_time() - cpu) / len(dev), 3)
     if args.profile:
         frozen = None if cfg.adapt_toc else lm.prefix_cache(book.prefix_ids)

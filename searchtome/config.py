@@ -9,20 +9,29 @@ up to three layers, each overriding the one before::
 Explicit values are ``--set key=value`` texts or a mapping (the flags a user typed). Keys are the
 field names, nested ones dotted (``encoder.model``); a nested table refines the nested default
 (only the keys it names change), and a preset name (``encoder=nv-embed-v2``) replaces the whole
-nested table. Values are read by the field's declared type, and a wrong key or value fails with
-one line that names it (with a did-you-mean for keys).
+nested table. Values are read by the field's declared type (an enum by its values), and a wrong
+key or value fails with one line that names it (with a did-you-mean for keys).
+
+A config made of sections (:class:`Sections`, e.g. the generative baselines' settings) keeps
+flat public keys for its settings (``lora_r`` for ``lora.r``): :func:`flat_keys` is the one
+mapping, read from the fields' metadata, and every layer accepts both spellings. A config file
+may ``include`` others (their settings first, its own on top) and declare which ``baseline`` it
+is for; :func:`read_config_file` resolves both.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
+import functools
 import os
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from searchtome.config_file import check_baseline, merge_tables, read_config_file
 from searchtome.errors import SearchTomeError, unknown_name
 
 T = TypeVar("T")
@@ -35,19 +44,52 @@ def _is_dataclass_type(tp: Any) -> bool:
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
+@functools.cache
 def _field_types(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init}
 
 
+def _is_enum(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, enum.Enum)
+
+
+def _is_flat(f: dataclasses.Field[Any]) -> bool:
+    return bool(f.metadata.get("flat"))
+
+
+def _public_name(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata.get("key", f.name))
+
+
 def config_keys(cls: type, prefix: str = "") -> list[str]:
-    """Every settable key of a config class, nested ones dotted (``encoder.model``)."""
+    """Every public key of a config class: nested ones dotted (``encoder.model``), a section's
+    settings by their flat keys (``lora_r``; their dotted spelling works too, see
+    :func:`flat_keys`)."""
     keys = []
-    for name, tp in _field_types(cls).items():
-        keys.append(prefix + name)
-        if _is_dataclass_type(tp):
-            keys.extend(config_keys(tp, f"{prefix}{name}."))
+    types_ = _field_types(cls)
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if _is_flat(f):
+            keys.extend(_public_name(sub) for sub in dataclasses.fields(types_[f.name]))
+            continue
+        keys.append(prefix + f.name)
+        if _is_dataclass_type(types_[f.name]):
+            keys.extend(config_keys(types_[f.name], f"{prefix}{f.name}."))
     return keys
+
+
+def _settable(cls: type, key: str) -> bool:
+    """A public key of ``cls``, or the dotted path of one of its fields."""
+    if key in config_keys(cls):
+        return True
+    tp: Any = cls
+    for part in key.split("."):
+        if not _is_dataclass_type(tp) or part not in _field_types(tp):
+            return False
+        tp = _field_types(tp)[part]
+    return True
 
 
 def field_default(cls: type, name: str) -> Any:
@@ -72,6 +114,8 @@ def coerce(value: Any, tp: Any, key: str, where: str, *, null_words: bool = True
 
     With ``null_words``, the texts ``null`` and ``none`` mean ``None`` for an optional field.
     """
+    if _is_enum(tp):
+        return _coerce_enum(value, tp, key, where)
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
         return _coerce_union(value, typing.get_args(tp), key, where, null_words)
@@ -127,6 +171,28 @@ def _coerce_union(value: Any, args: tuple[Any, ...], key: str, where: str, null_
     raise SearchTomeError(errors[0] if errors else f"{where}: {key}: bad value {value!r}")
 
 
+def _coerce_enum(value: Any, tp: type[enum.Enum], key: str, where: str) -> Any:
+    """A closed set's member from its value, checked here, where the text enters."""
+    if isinstance(value, tp):
+        return value
+    try:
+        return tp(value)
+    except ValueError:
+        error = unknown_name(f"{key} value", str(value), [str(m.value) for m in tp])
+        raise SearchTomeError(f"{where}: {error}" if where else str(error)) from None
+
+
+def typed_enums(obj: Any) -> None:
+    """Turn the enum fields of a frozen dataclass given as their texts (``mode="exact"`` in
+    Python) into their members, with the did-you-mean error for a wrong one; for
+    ``__post_init__``. Values read by :func:`make_config` are members already."""
+    for f in dataclasses.fields(obj):
+        tp = _field_types(type(obj)).get(f.name)
+        value = getattr(obj, f.name)
+        if _is_enum(tp) and not isinstance(value, tp):
+            object.__setattr__(obj, f.name, _coerce_enum(value, tp, _public_name(f), ""))
+
+
 def _coerce_int(value: Any, key: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise SearchTomeError(f"{where}: {key}: expected an integer, got {value!r}")
@@ -137,29 +203,6 @@ def _coerce_int(value: Any, key: str, where: str) -> int:
     if number != int(number):
         raise SearchTomeError(f"{where}: {key}: expected an integer, got {value!r}")
     return int(number)
-
-
-def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A JSON or TOML config; a submission's ``meta.json`` works too (its ``config`` is used)."""
-    path = Path(path)
-    if not path.is_file():
-        raise SearchTomeError(f"{path}: config file not found")
-    if path.suffix == ".toml":
-        import tomllib
-
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise SearchTomeError(f"{path}: not valid TOML ({exc})") from None
-    else:
-        from searchtome.io import read_json
-
-        data = read_json(path)
-    if not isinstance(data, dict):
-        raise SearchTomeError(f"{path}: a config must be a table of settings")
-    if "system" in data and isinstance(data.get("config"), dict):
-        data = data["config"]
-    return data
 
 
 def parse_assignments(items: Sequence[str]) -> list[tuple[str, str]]:
@@ -215,18 +258,57 @@ def _apply(
     root = root or cls
     fields = _field_types(cls)
     out = dict(values)
-    for name, value in layer.items():
+    for name, value in _unflatten(cls, layer).items():
         if name not in fields:
             raise _unknown_key(root, prefix + name, where)
         tp, key = fields[name], prefix + name
         if _is_dataclass_type(tp) and isinstance(value, Mapping):
             base = out.get(name)
             base = base if isinstance(base, Mapping) else _defaults(tp)
-            out[name] = _apply(tp, dict(base), value, where, key + ".", root, null_words)
+            out[name] = _apply_section(cls, name, dict(base), value, where, root, null_words)
         elif _is_dataclass_type(tp):
             out[name] = _nested_table(value, tp, key, where)
         else:
             out[name] = coerce(value, tp, key, where, null_words=null_words)
+    return out
+
+
+def _apply_section(
+    cls: type,
+    name: str,
+    values: dict[str, Any],
+    layer: Mapping[str, Any],
+    where: str,
+    root: type,
+    null_words: bool,
+) -> dict[str, Any]:
+    """A nested table on top of field ``name``'s values; a flat section's settings are named
+    by their public keys in errors (``lora_r``, not ``lora.r``)."""
+    tp = _field_types(cls)[name]
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    if not _is_flat(f):
+        return _apply(tp, values, layer, where, f"{name}.", root, null_words)
+    public = {sub.name: _public_name(sub) for sub in dataclasses.fields(tp)}
+    out = dict(values)
+    for sub, value in layer.items():
+        if sub not in public:
+            raise _unknown_key(root, f"{name}.{sub}", where)
+        out[sub] = coerce(value, _field_types(tp)[sub], public[sub], where, null_words=null_words)
+    return out
+
+
+def _unflatten(cls: type, layer: Mapping[str, Any]) -> dict[str, Any]:
+    """``layer`` with flat public keys moved into their sections (``lora_r`` → ``lora.r``)."""
+    flat = flat_keys(cls)
+    out: dict[str, Any] = {}
+    for key, value in layer.items():
+        if key in flat:
+            section, name = flat[key]
+            table = out.setdefault(section, {})
+            if isinstance(table, Mapping):
+                out[section] = {**table, name: value}
+        else:
+            out[key] = merge_tables(out[key], value) if isinstance(out.get(key), Mapping) else value
     return out
 
 
@@ -270,20 +352,26 @@ def make_config(
     *,
     source: str | None = None,
     typed: bool = False,
+    baseline: str | None = None,
 ) -> T:
     """A frozen ``cls`` from defaults < ``config`` < ``overrides`` (the one precedence rule).
 
-    ``config`` is a JSON/TOML file (a ``meta.json`` repeats a run) or a mapping, such as the
-    settings a dataset's manifest recorded; ``source`` names a mapping in error messages.
-    ``overrides`` are ``["key=value"]`` texts (``--set``) or a mapping of explicit values;
-    either may use dotted keys. ``typed`` says the overrides are values already parsed (flags
-    read by argparse): they are checked, but a ``"none"`` stays a text instead of meaning None.
+    ``config`` is a JSON/TOML file (its includes resolved; a ``meta.json`` repeats a run) or a
+    mapping, such as the settings a dataset's manifest recorded; ``source`` names a mapping in
+    error messages. ``overrides`` are ``["key=value"]`` texts (``--set``) or a mapping of
+    explicit values; either may use dotted keys. ``typed`` says the overrides are values already
+    parsed (flags read by argparse): they are checked, but a ``"none"`` stays a text instead of
+    meaning None. ``baseline``: the baseline being configured; a file declaring another one is
+    refused.
     """
     layer: Mapping[str, Any] = {}
     where = source or "config"
     if isinstance(config, (str, os.PathLike)):
         where = str(config)
-        layer = read_config_file(config)
+        file = read_config_file(config)
+        if baseline is not None:
+            check_baseline(file, baseline)
+        layer = file.settings
     elif config is not None:
         layer = config
     values = _apply(cls, _defaults(cls), layer, where)
@@ -295,9 +383,145 @@ def make_config(
         items = list(overrides.items())
     else:
         items = parse_assignments(overrides)
-    known = config_keys(cls)
     for key, value in items:
-        if key not in known:
+        if not _settable(cls, key):
             raise _unknown_key(cls, key, f"--set {key}")
         values = _apply(cls, values, _nest(key, value), "--set", null_words=not typed)
     return _construct(cls, values, "--set" if items else where)
+
+
+# -- sections: settings nested by concern, with flat public keys ---------------------------------
+
+
+def setting(default: Any, help: str, *, key: str | None = None, **metadata: Any) -> Any:
+    """A field with its default and its help (``searchtome ls config`` prints it); ``key`` is
+    its flat public name where that is not the field's own (``lora_r`` for ``LoraSettings.r``).
+    Further ``metadata`` is the owner's (e.g. whether the field shapes a trained adapter)."""
+    meta = {"help": help, **metadata}
+    if key is not None:
+        meta["key"] = key
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def section(cls: type, **defaults: Any) -> Any:
+    """A field holding the settings of one concern, addressed by their flat public keys; the
+    class's docstring is its help. ``defaults`` replace some of the class's own (a baseline's)."""
+    factory: Callable[[], Any] = functools.partial(cls, **defaults) if defaults else cls
+    doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+    return dataclasses.field(
+        default_factory=factory, metadata={"help": " ".join(doc.split()), "flat": True}
+    )
+
+
+@functools.cache
+def flat_keys(cls: type) -> dict[str, tuple[str, str]]:
+    """The one flat → nested mapping of a config: ``{public key: (section, field)}`` for every
+    setting of its flat sections (:func:`section`), from the fields' ``key`` metadata."""
+    out: dict[str, tuple[str, str]] = {}
+    if not _is_dataclass_type(cls):
+        return out
+    for f in dataclasses.fields(cls):
+        if _is_flat(f):
+            for sub in dataclasses.fields(_field_types(cls)[f.name]):
+                key = _public_name(sub)
+                if key in out or key in _field_types(cls):
+                    raise TypeError(f"{cls.__name__}: the public key {key!r} is taken twice")
+                out[key] = (f.name, sub.name)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """An enum member as its value (what files and ``meta.json`` hold); anything else as is."""
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+class Sections:
+    """Base of a frozen config made of sections; declare it ``@dataclass(frozen=True,
+    init=False)``, its fields :func:`section` s.
+
+    Besides its sections, it takes and reads every setting by its flat public key (the name
+    ``--set``, config files and ``meta.json`` use): ``GenRetConfig(lr=1e-3)``, ``cfg.lr``,
+    ``dataclasses.replace(cfg, lr=1e-3)``; :meth:`record` is the flat table ``meta.json``
+    records. Code that uses a setting reads it from its section (``cfg.training.lr``).
+    """
+
+    def __init__(self, **values: Any) -> None:
+        flat = flat_keys(type(self))
+        fields = {f.name: f for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        changes: dict[str, dict[str, Any]] = {}
+        for key in [k for k in values if k in flat]:
+            section_name, name = flat[key]
+            changes.setdefault(section_name, {})[name] = values.pop(key)
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got unexpected settings {unknown}")
+        for name, f in fields.items():
+            value = values[name] if name in values else f.default_factory()  # type: ignore[misc]
+            if name in changes:
+                value = dataclasses.replace(value, **changes[name])
+            object.__setattr__(self, name, value)
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are no attribute: the flat public keys.
+        where = flat_keys(type(self)).get(name)
+        if where is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(getattr(self, where[0]), where[1])
+
+    def record(self) -> dict[str, Any]:
+        """Every setting by its flat public key: the config ``meta.json`` records."""
+        return {
+            key: _plain(getattr(getattr(self, section_name), name))
+            for key, (section_name, name) in flat_keys(type(self)).items()
+        }
+
+
+def config_record(cfg: Any) -> dict[str, Any]:
+    """A config as ``meta.json`` records it: a :class:`Sections` config by its flat public
+    keys, any other by its fields (nested tables included)."""
+    return cfg.record() if isinstance(cfg, Sections) else dataclasses.asdict(cfg)
+
+
+def set_keys(cls: type, layer: Mapping[str, Any]) -> set[str]:
+    """The public keys (as :func:`describe` names them) that ``layer``, e.g. a file, sets."""
+    public = {where: key for key, where in flat_keys(cls).items()}
+    out = set()
+    for name, value in _unflatten(cls, layer).items():
+        if isinstance(value, Mapping):
+            out |= {public.get((name, sub), f"{name}.{sub}") for sub in value}
+        else:
+            out.add(name)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingHelp:
+    """One resolved setting with its help, for ``searchtome ls config``."""
+
+    key: str
+    value: Any
+    help: str
+    section: str = ""  # the section's name ("" for a top-level setting)
+    section_help: str = ""
+
+
+def describe(cfg: Any) -> list[SettingHelp]:
+    """Every setting of ``cfg`` with its value and its field's help text, section by section."""
+    rows = []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        help_ = str(f.metadata.get("help", ""))
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            flat = _is_flat(f)
+            if not help_:
+                help_ = " ".join((type(value).__doc__ or "").strip().split("\n\n")[0].split())
+            for sub in dataclasses.fields(value):
+                key = _public_name(sub) if flat else f"{f.name}.{sub.name}"
+                item = _plain(getattr(value, sub.name))
+                rows.append(SettingHelp(key, item, sub.metadata.get("help", ""), f.name, help_))
+        else:
+            rows.append(SettingHelp(f.name, _plain(value), help_))
+    return rows

@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from searchtome.baselines.generative.common import model_fingerprint
-from searchtome.baselines.generative.config import RESTRICTION, GenRetConfig
+from searchtome.baselines.generative.config import (
+    RESTRICTION,
+    DevDecoder,
+    GenRetConfig,
+    Restricted,
+)
 from searchtome.baselines.generative.parallel import (
     barrier,
     distributed,
@@ -36,7 +41,7 @@ from searchtome.records import Query
 if TYPE_CHECKING:
     from searchtome.baselines.generative.books import BookCtx
     from searchtome.baselines.generative.engine import LM
-    from searchtome.baselines.generative.train import Example, TrainSettings
+    from searchtome.baselines.generative.train import Example
     from searchtome.baselines.registry import RunContext
 
     from searchtome.dataset.layout import Dataset
@@ -51,13 +56,13 @@ def training_books(dataset: Dataset, cfg: GenRetConfig) -> list[str]:
     """Books whose training questions may be used; refuses restricted books unless told."""
     books = sorted({q.book_id for q in dataset.queries("train")})
     restricted = [b for b in books if dataset.books[b].book.restricted(RESTRICTION)]
-    if restricted and cfg.restricted == "refuse":
+    if restricted and cfg.training.restricted is Restricted.REFUSE:
         raise SearchTomeError(
             f"{dataset.root}: book(s) {', '.join(restricted)} are marked {RESTRICTION!r} in "
             "the catalog; fine-tuning on them is refused. Use --set restricted=exclude to train "
             "without them, or --set restricted=allow if you have the right to"
         )
-    if cfg.restricted == "exclude":
+    if cfg.training.restricted is Restricted.EXCLUDE:
         books = [b for b in books if b not in restricted]
     return books
 
@@ -78,6 +83,7 @@ def build_examples(
 ) -> list[Any]:
     from searchtome.baselines.generative.train import Example
 
+    budget = cfg.prompt.max_input_tokens
     examples = []
     for q in dataset.queries("train"):
         if q.book_id not in train_books:
@@ -86,19 +92,19 @@ def build_examples(
         examples.append(
             Example(
                 q.book_id,
-                tuple(book.suffix_ids(lm, q.text, book.query_label, cfg.max_input_tokens)),
+                tuple(book.suffix_ids(lm, q.text, book.query_label, budget)),
                 book.trie.sequences[q.leaf_id],
             )
         )
-    if cfg.indexing:
+    if cfg.training.indexing:
         for book_id in train_books:
             book = books[book_id]
             for para in (p for x in dataset.leaves(book_id) for p in dataset.paragraphs(x.leaf_id)):
-                text = lm.tokenizer.decode(lm.encode(para.text)[: cfg.index_max_tokens])
+                text = lm.tokenizer.decode(lm.encode(para.text)[: cfg.training.index_max_tokens])
                 examples.append(
                     Example(
                         book_id,
-                        tuple(book.suffix_ids(lm, text, book.passage_label, cfg.max_input_tokens)),
+                        tuple(book.suffix_ids(lm, text, book.passage_label, budget)),
                         book.trie.sequences[para.leaf_id],
                         kind="index",
                     )
@@ -140,14 +146,14 @@ def adapter_key(
     parallel = {"processes": world} if world > 1 else {}
     # dev_decode=beam picks the kept epoch with num_beams beams, so the beam count shapes the
     # adapter too (greedy and exact do not read it). Keys of the other decoders stay as they were.
-    search = {"dev_num_beams": cfg.num_beams} if cfg.dev_decode == "beam" else {}
+    search = {"dev_num_beams": cfg.decoding.num_beams} if cfg.dev.decode is DevDecoder.BEAM else {}
     return stable_hash(
         {
             **parallel,
             **search,
             "system": system,
             "with_toc": with_toc,
-            "model": model_fingerprint(cfg.model),
+            "model": model_fingerprint(cfg.lm.name),
             "dtype": str(lm.dtype),
             "config": cfg.training_fields(),
             "examples": [[e.book_id, e.suffix, e.target, e.kind] for e in examples],
@@ -184,6 +190,20 @@ class TunedAdapter:
         return notes
 
 
+@dataclass(frozen=True)
+class TrainingSet:
+    """What an adapter is trained on (one book's examples share its prompt prefix) and what
+    picks its epoch."""
+
+    books: dict[str, BookCtx]
+    train_books: Sequence[str]
+    examples: Sequence[Example]
+    dev: Sequence[Query]
+
+    def prefixes(self) -> dict[str, list[int]]:
+        return {b: self.books[b].prefix_ids for b in self.train_books}
+
+
 def tune_adapter(
     lm: LM,
     dataset: Dataset,
@@ -196,29 +216,24 @@ def tune_adapter(
     with_toc: bool,
 ) -> TunedAdapter:
     """Attach a LoRA adapter and train it, or load the cached one trained with the same key."""
-    from searchtome.baselines.generative.train import LoraSettings, attach_lora, set_lora_state
+    from searchtome.baselines.generative.train import attach_lora, set_lora_state
 
-    examples = build_examples(lm, dataset, books, train_books, cfg)
-    dev = dev_sample(dataset, train_books, cfg.dev_max_queries, ctx.seed)
+    data = TrainingSet(
+        books,
+        train_books,
+        build_examples(lm, dataset, books, train_books, cfg),
+        dev_sample(dataset, train_books, cfg.dev.max_queries, ctx.seed),
+    )
     # The prompt prefix (ToC for STAIR, instruction for DSI) is read by the frozen base model
     # unless adapt_toc: the same in training, dev selection and prediction.
-    frozen_prefix = not cfg.adapt_toc
+    frozen_prefix = not cfg.training.adapt_toc
     key = adapter_key(
-        lm, books, train_books, examples, dev, cfg, system=system, with_toc=with_toc, seed=ctx.seed
-    )
+        lm, books, train_books, data.examples, data.dev, cfg,
+        system=system, with_toc=with_toc, seed=ctx.seed,
+    )  # fmt: skip
     final = ctx.cache_dir / "adapters" / key
-    attach_lora(
-        lm,
-        LoraSettings(
-            r=cfg.lora_r,
-            alpha=cfg.lora_alpha,
-            dropout=cfg.lora_dropout,
-            layers=cfg.lora_layers,
-            targets=cfg.lora_targets,
-        ),
-        ctx.seed,
-    )
-    cached = cfg.cache_adapters and (final / "adapter_config.json").is_file()
+    attach_lora(lm, cfg.lora, ctx.seed)
+    cached = cfg.training.cache_adapters and (final / "adapter_config.json").is_file()
     same_everywhere(cached, f"whether the adapter {final} exists")
     if cached:
         log.info("reusing the trained adapter %s", final)
@@ -228,11 +243,11 @@ def tune_adapter(
     log.info(
         "training %s on %d examples of %d book(s); %d dev queries for selection",
         system,
-        len(examples),
+        len(data.examples),
         len(train_books),
-        len(dev),
+        len(data.dev),
     )
-    report = _train(lm, books, train_books, examples, dev, cfg, frozen_prefix, final, ctx.seed)
+    report = _train(lm, data, cfg, frozen_prefix, final, ctx.seed)
     meta = {
         "system": system,
         "frozen_prefix": frozen_prefix,
@@ -244,68 +259,35 @@ def tune_adapter(
     return TunedAdapter(key, final, frozen_prefix, report, reused=False)
 
 
-def _train_settings(cfg: GenRetConfig) -> TrainSettings:
-    from searchtome.baselines.generative.train import TrainSettings
-
-    return TrainSettings(
-        lr=cfg.lr,
-        weight_decay=cfg.weight_decay,
-        warmup_ratio=cfg.warmup_ratio,
-        batch_size=cfg.batch_size,
-        pack=cfg.pack,
-        group=cfg.tree_group,
-        grad_accum=cfg.grad_accum,
-        max_grad_norm=cfg.max_grad_norm,
-        max_epochs=cfg.max_epochs,
-        patience=cfg.patience,
-        eval_every=cfg.eval_every,
-        adapt_toc=cfg.adapt_toc,
-        gradient_checkpointing=cfg.gradient_checkpointing,
-        cache_lower_layers=cfg.cache_lower_layers,
-    )
-
-
 def _train(
-    lm: LM,
-    books: dict[str, BookCtx],
-    train_books: Sequence[str],
-    examples: Sequence[Example],
-    dev: Sequence[Query],
-    cfg: GenRetConfig,
-    frozen_prefix: bool,
-    final: Path,
-    seed: int,
+    lm: LM, data: TrainingSet, cfg: GenRetConfig, frozen_prefix: bool, final: Path, seed: int
 ) -> dict[str, Any]:
     """Train the attached adapter, the epoch chosen by dev R@1; the training report."""
     from searchtome.baselines.generative.train import train
 
-    predictor = Predictor(lm, books, cfg, frozen_prefix)
+    predictor = Predictor(lm, data.books, cfg, frozen_prefix)
+    dev, decoding = data.dev, cfg.dev.decoding(cfg.decoding)
 
     def evaluate(model: LM) -> float:
         predictor.forget()
-        mode = "beam" if cfg.dev_decode == "greedy" else cfg.dev_decode
-        beams = 1 if cfg.dev_decode == "greedy" else cfg.num_beams
         # Each process decodes its share of the dev questions; all see every answer.
-        got = run_sharded(
-            dev, lambda part: predictor.run(part, mode=mode, num_beams=beams, desc="dev")
-        )
+        got = run_sharded(dev, lambda part: predictor.run(part, decoding, desc="dev"))
         hits = sum(1 for q in dev if got[q.query_id].ids[:1] == [q.leaf_id])
         return hits / len(dev)
 
-    settings = _train_settings(cfg)
     work = work_dir(final)
     work.mkdir(parents=True, exist_ok=True)
     result = train(
         lm,
-        examples,
-        {b: books[b].prefix_ids for b in train_books},
-        settings,
+        data.examples,
+        data.prefixes(),
+        cfg.training,
         seed=seed,
         evaluate=evaluate if dev else None,
         work_dir=work,
     )
     report = result.to_dict()
-    report["examples"] = len(examples)
+    report["examples"] = len(data.examples)
     report["dev_queries"] = len(dev)
     return report
 

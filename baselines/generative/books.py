@@ -20,7 +20,8 @@ from searchtome.baselines.generative.common import (
     semantic_id_strings,
     semantic_ids,
 )
-from searchtome.baselines.generative.layouts import get_layout
+from searchtome.baselines.generative.config import Identifiers
+from searchtome.baselines.generative.layouts import Task, get_layout
 
 from searchtome.errors import SearchTomeError
 from searchtome.titles import title_path
@@ -59,20 +60,16 @@ class BookCtx:
         return head[:room] + self.tail_ids
 
 
-def _task(with_toc: bool, identifiers: str) -> str:
-    if with_toc:
-        return "stair"
-    # Codes (cluster paths or opaque numbers) get the "write its code" instruction.
-    return "dsi-semantic" if identifiers in ("semantic", "atomic") else "dsi"
-
-
 def _semantic_identifiers(dataset: Dataset, book_id: str, cfg: GenRetConfig, seed: int) -> dict:
     from searchtome.baselines.encoders import Encoder, EncoderConfig
 
     leaves = dataset.leaves(book_id)
     texts = [f"{title_path(x.path)}. {x.text}" for x in leaves]
     vectors = Encoder(EncoderConfig()).encode_passages(texts, desc=f"embedding {book_id} leaves")
-    ids = semantic_id_strings(semantic_ids(vectors, k=cfg.semantic_k, c=cfg.semantic_c, seed=seed))
+    prompt = cfg.prompt
+    ids = semantic_id_strings(
+        semantic_ids(vectors, k=prompt.semantic_k, c=prompt.semantic_c, seed=seed)
+    )
     return {x.leaf_id: s for x, s in zip(leaves, ids, strict=True)}
 
 
@@ -81,15 +78,15 @@ def book_context(
 ) -> BookCtx:
     """The prompt halves, identifiers (the layout's leaf strings or semantic ids) and trie of
     one book."""
-    layout = get_layout(cfg.prompt_layout)
+    layout = get_layout(cfg.prompt.layout)
     nodes = dataset.toc(book_id)
     if not nodes:
         raise SearchTomeError(f"{dataset.root}: book {book_id!r} has no ToC nodes")
     leaf_ids = {x.leaf_id for x in dataset.leaves(book_id)}
-    if cfg.identifiers == "semantic":
+    if cfg.prompt.identifiers is Identifiers.SEMANTIC:
         idents = _semantic_identifiers(dataset, book_id, cfg, seed)
         index = IdentifierIndex(book_id, idents)
-    elif cfg.identifiers == "atomic":
+    elif cfg.prompt.identifiers is Identifiers.ATOMIC:
         # One opaque number per leaf in document order, as the original DSI's atomic docids
         # (a number says nothing about the section; only training ties it to one).
         idents = {x.leaf_id: str(i) for i, x in enumerate(dataset.leaves(book_id), 1)}
@@ -103,18 +100,20 @@ def book_context(
             f"{dataset.root}: leaves {sorted(missing)[:3]} of {book_id!r} are not ToC leaves"
         )
     title = dataset.books[book_id].book.title
-    prefix, pattern = layout.template(_task(with_toc, cfg.identifiers)).split(
+    # Codes (cluster paths or opaque numbers) get the "write its code" instruction.
+    codes = cfg.prompt.identifiers is not Identifiers.PATH
+    prefix, pattern = layout.template(Task.retrieval(with_toc, codes)).split(
         lm.tokenizer, title, layout.toc_text(nodes)
     )
     tail = pattern.split("{text}", 1)[1].replace("{{", "{").replace("}}", "}")
     trie = TokenTrie({lid: [*lm.encode(s), lm.eos_id] for lid, s in idents.items()}, lm.eos_id)
-    if trie.max_length > cfg.max_output_tokens:
+    if trie.max_length > cfg.decoding.max_output_tokens:
         log.warning(
             "%s: the longest identifier takes %d tokens (> max_output_tokens=%d); constrained "
             "decoding still completes it",
             book_id,
             trie.max_length,
-            cfg.max_output_tokens,
+            cfg.decoding.max_output_tokens,
         )
     return BookCtx(
         book_id,

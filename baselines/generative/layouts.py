@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from searchtome.baselines.generative.common import (
@@ -58,7 +59,28 @@ if TYPE_CHECKING:
     from searchtome.records import TocNode
 
 PROMPT_LAYOUTS: tuple[str, ...] = ("paper", "v1")
-TASKS: tuple[str, ...] = ("stair", "dsi", "dsi-semantic", "zeroshot")
+
+
+class Task(StrEnum):
+    """What a prompt asks for; it decides the instruction and whether the ToC is in it."""
+
+    STAIR = "stair"  # name the leaf, the ToC in the prompt
+    DSI = "dsi"  # name the leaf, the query alone
+    DSI_CODES = "dsi-semantic"  # write the leaf's code (atomic or semantic identifiers)
+    ZEROSHOT = "zeroshot"  # name three leaves, the ToC in one chat message
+
+    @classmethod
+    def retrieval(cls, with_toc: bool, codes: bool) -> Task:
+        """STAIR's task, or DSI's: ``codes`` when identifiers are numbers, not leaf strings."""
+        if with_toc:
+            return cls.STAIR
+        return cls.DSI_CODES if codes else cls.DSI
+
+    @property
+    def reads_toc(self) -> bool:
+        return self in (Task.STAIR, Task.ZEROSHOT)
+
+
 LEAF_MARK = "leaf "
 
 # A title that starts with its own section number: "12.9 Step seven", "3. Methods", "4 Law".
@@ -194,29 +216,25 @@ class Layout:
             aliases=aliases,
         )
 
-    def template(self, task: str) -> PromptTemplate:
-        """The prompt template of ``task``: stair, dsi, dsi-semantic or zeroshot."""
-        if task not in TASKS:
-            raise unknown_name("prompt task", task, TASKS)
+    def template(self, task: Task) -> PromptTemplate:
+        """The prompt template of ``task``."""
         if self.paper:
             instruction = {
-                "stair": PAPER_STAIR_INSTRUCTION,
-                "dsi": PAPER_DSI_INSTRUCTION,
-                "dsi-semantic": PAPER_DSI_SEMANTIC_INSTRUCTION,
-                "zeroshot": PAPER_ZEROSHOT_INSTRUCTION,
+                Task.STAIR: PAPER_STAIR_INSTRUCTION,
+                Task.DSI: PAPER_DSI_INSTRUCTION,
+                Task.DSI_CODES: PAPER_DSI_SEMANTIC_INSTRUCTION,
+                Task.ZEROSHOT: PAPER_ZEROSHOT_INSTRUCTION,
             }[task]
             return PaperTemplate(
-                instruction,
-                with_toc=task in ("stair", "zeroshot"),
-                use_chat_template=task == "zeroshot",
+                instruction, with_toc=task.reads_toc, use_chat_template=task is Task.ZEROSHOT
             )
         instruction = {
-            "stair": STAIR_INSTRUCTION,
-            "dsi": DSI_INSTRUCTION,
-            "dsi-semantic": DSI_SEMANTIC_INSTRUCTION,
-            "zeroshot": ZEROSHOT_INSTRUCTION,
+            Task.STAIR: STAIR_INSTRUCTION,
+            Task.DSI: DSI_INSTRUCTION,
+            Task.DSI_CODES: DSI_SEMANTIC_INSTRUCTION,
+            Task.ZEROSHOT: ZEROSHOT_INSTRUCTION,
         }[task]
-        return PromptTemplate(instruction, with_toc=task in ("stair", "zeroshot"))
+        return PromptTemplate(instruction, with_toc=task.reads_toc)
 
 
 LAYOUTS: dict[str, Layout] = {

@@ -1,6 +1,6 @@
 """Decoding the queries of a split into ranked leaf ids, book by book (needs the ml extra).
 
-Three decoders (``GenRetConfig.decode``): ``beam``, trie-constrained beam search; ``exact``, the
+Three decoders (:class:`~.config.Decoder`): ``beam``, trie-constrained beam search; ``exact``, the
 log-probability of every leaf identifier; ``free``, unconstrained beam search whose outputs are
 matched back to leaf, non-leaf or invalid ids. Finished batches can be appended to a partial
 file (:func:`append_partial`) so that a killed run resumes where it stopped.
@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from searchtome.baselines.generative.config import Decoder, DecodingSettings
 
 from searchtome.records import Query
 from searchtome.settings import progress
@@ -36,18 +38,15 @@ def decode_queries(
     book: BookCtx,
     prefix: PrefixKV,
     suffixes: Sequence[Sequence[int]],
-    *,
-    mode: str,
-    num_beams: int,
-    length_penalty: float,
-    max_output_tokens: int,
+    decoding: DecodingSettings,
     group: int = 0,
 ) -> list[Decoded]:
-    """Ranked ids of one book's queries (their prompt suffixes) under the ``mode`` decoder."""
+    """Ranked ids of one book's queries (their prompt suffixes) under ``decoding``'s decoder;
+    ``group`` items per batch row (``tree_group``)."""
     from searchtome.baselines.generative.beam import beam_search
     from searchtome.baselines.generative.engine import decode_text, rank_from_scores, score_trie
 
-    if mode == "exact":
+    if decoding.mode is Decoder.EXACT:
         out = []
         for suf in suffixes:
             ranked = rank_from_scores(score_trie(lm, prefix, suf, book.trie))
@@ -55,15 +54,15 @@ def decode_queries(
                 Decoded([k for k, _ in ranked], [s for _, s in ranked], ["leaf"] * len(ranked))
             )
         return out
-    constrained = mode != "free"
+    constrained = decoding.mode is not Decoder.FREE
     results = beam_search(
         lm,
         prefix,
         suffixes,
         trie=book.trie if constrained else None,
-        num_beams=num_beams,
-        max_new_tokens=max_output_tokens,
-        length_penalty=length_penalty,
+        num_beams=decoding.num_beams,
+        max_new_tokens=decoding.max_output_tokens,
+        length_penalty=decoding.length_penalty,
         group=group,
     )
     out = []
@@ -109,21 +108,22 @@ class Predictor:
     def run(
         self,
         queries: Sequence[Query],
+        decoding: DecodingSettings | None = None,
         *,
-        mode: str,
-        num_beams: int,
         desc: str = "decoding",
         done: dict[str, Decoded] | None = None,
         on_batch: Callable[[dict[str, Decoded]], None] | None = None,
     ) -> dict[str, Decoded]:
-        """Decode the queries not in ``done``; ``on_batch`` sees every finished batch."""
+        """Decode the queries not in ``done`` with ``decoding`` (default: the config's);
+        ``on_batch`` sees every finished batch."""
         cfg = self.cfg
+        decoding = decoding or cfg.decoding
         out: dict[str, Decoded] = dict(done or {})
         todo = [q for q in queries if q.query_id not in out]
         by_book: dict[str, list[Query]] = {}
         for q in todo:
             by_book.setdefault(q.book_id, []).append(q)
-        batch = 1 if mode == "exact" else cfg.query_batch
+        batch = 1 if decoding.mode is Decoder.EXACT else decoding.query_batch
         bar = progress(total=len(todo), desc=desc, unit="query")
         for book_id in sorted(by_book):
             book = self.books[book_id]
@@ -131,20 +131,12 @@ class Predictor:
             items = by_book[book_id]
             for lo in range(0, len(items), batch):
                 part = items[lo : lo + batch]
+                budget = cfg.prompt.max_input_tokens
                 suffixes = [
-                    book.suffix_ids(self.lm, q.text, book.query_label, cfg.max_input_tokens)
-                    for q in part
+                    book.suffix_ids(self.lm, q.text, book.query_label, budget) for q in part
                 ]
                 decoded = decode_queries(
-                    self.lm,
-                    book,
-                    prefix,
-                    suffixes,
-                    mode=mode,
-                    num_beams=num_beams,
-                    length_penalty=cfg.length_penalty,
-                    max_output_tokens=cfg.max_output_tokens,
-                    group=cfg.tree_group,
+                    self.lm, book, prefix, suffixes, decoding, group=cfg.training.group
                 )
                 new = {q.query_id: d for q, d in zip(part, decoded, strict=True)}
                 out.update(new)

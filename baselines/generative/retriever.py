@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +33,7 @@ from searchtome.baselines.generative.predict import (
 )
 from searchtome.baselines.registry import count_parameters
 
+from searchtome.config import config_record
 from searchtome.io import stable_hash
 from searchtome.limits import MAX_IDS
 from searchtome.records import Query, Run
@@ -63,7 +63,8 @@ def run_generative(
     lm = _load_model(cfg, ctx.seed)
     queries = dataset.queries(split)
     wanted = sorted({q.book_id for q in queries})
-    fine_tune = cfg.train and not cfg.adapter and cfg.max_epochs > 0
+    training = cfg.training
+    fine_tune = training.enabled and not training.adapter and training.max_epochs > 0
     train_books = training_books(dataset, cfg) if fine_tune else []
     all_books = sorted(set(wanted) | set(train_books))
     if fine_tune:  # run_info.phases: training timed and measured apart from prediction
@@ -116,7 +117,7 @@ def run_generative(
     notes["empty"] = sum(1 for k in kinds if not k)
     notes["parameters"] = count_parameters(lm.model)  # run_info.parameters, LoRA included
     ctx.notes.update(notes)
-    return Run(name=system, rankings=rankings, scores=scores, meta={"config": asdict(cfg)})
+    return Run(name=system, rankings=rankings, scores=scores, meta={"config": config_record(cfg)})
 
 
 def _load_model(cfg: GenRetConfig, seed: int) -> LM:
@@ -126,10 +127,10 @@ def _load_model(cfg: GenRetConfig, seed: int) -> LM:
 
     from searchtome.threads import use_torch_threads
 
-    device = start(cfg.device)  # joins the process group under `accelerate launch`
-    use_torch_threads(cfg.threads)  # training and prediction both run with this count
+    device = start(cfg.lm.device)  # joins the process group under `accelerate launch`
+    use_torch_threads(cfg.lm.threads)  # training and prediction both run with this count
     torch.manual_seed(seed)
-    return load_lm(cfg.model, dtype=cfg.dtype, device=device)
+    return load_lm(cfg.lm.name, dtype=cfg.lm.dtype, device=device)
 
 
 def _predictions_key(
@@ -143,16 +144,17 @@ def _predictions_key(
     train: bool,
 ) -> str:
     """Names the partial predictions file: a rerun with the same inputs resumes from it."""
+    decoding = cfg.decoding
     return stable_hash(
         {
-            "adapter": adapter_key or cfg.adapter or "base",
-            "model": cfg.model,
+            "adapter": adapter_key or cfg.training.adapter or "base",
+            "model": cfg.lm.name,
             "split": split,
             "queries": [q.query_id for q in queries],
-            "decode": cfg.decode,
-            "beams": cfg.num_beams,
-            "lp": cfg.length_penalty,
-            "out": cfg.max_output_tokens,
+            "decode": decoding.mode.value,
+            "beams": decoding.num_beams,
+            "lp": decoding.length_penalty,
+            "out": decoding.max_output_tokens,
             "with_toc": with_toc,
             "train": train,
             "system": system,
@@ -188,11 +190,7 @@ def _predict(
     new = run_sharded(
         todo,
         lambda part: predictor.run(
-            part,
-            mode=cfg.decode,
-            num_beams=cfg.num_beams,
-            desc=desc,
-            on_batch=lambda rows: append_partial(mine, rows),
+            part, cfg.decoding, desc=desc, on_batch=lambda rows: append_partial(mine, rows)
         ),
     )
     return {**done, **new}

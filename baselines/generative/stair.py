@@ -20,9 +20,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from searchtome.baselines.generative.config import GenRetConfig
+from searchtome.baselines.generative.config import (
+    Decoder,
+    DecodingSettings,
+    GenRetConfig,
+    PromptSettings,
+    TrainSettings,
+)
 from searchtome.baselines.generative.retriever import run_generative
 from searchtome.baselines.registry import RunContext, register
+
+from searchtome.config import section
 
 if TYPE_CHECKING:
     from searchtome.dataset.loader import Dataset
@@ -41,33 +49,31 @@ def config_path(name: str) -> Path:
     return path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class StairConfig(GenRetConfig):
     """STAIR in the paper's setting, sized for a CPU: LoRA (top 10 layers of SmolLM2) reads the
     ToC, up to 20 epochs with early stopping (patience 5) on dev R@1. The earlier, cheaper
     set-up (frozen ToC, 6 epochs) is the shipped config ``stair-fast``; see docs/llm-baselines.md."""
 
-    adapt_toc: bool = True
-    max_epochs: int = 20
-    patience: int = 5
+    training: TrainSettings = section(TrainSettings, adapt_toc=True, max_epochs=20, patience=5)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class DSIConfig(GenRetConfig):
-    """DSI on CPU: the prompt is short, so more epochs fit the same budget. Free decoding, as
-    in the paper (its DSI named headers that do not exist: 3.25 % non-leaf)."""
+    """DSI on CPU: the query alone in the prompt, trained as STAIR is (20 epochs, patience 5;
+    the earlier 12 / 3 are the config ``dsi-fast``). Free decoding, as in the paper (its DSI
+    named headers that do not exist: 3.25 % non-leaf)."""
 
-    max_input_tokens: int = 512
-    max_epochs: int = 20  # trained as STAIR is (the earlier 12 / 3: config dsi-fast)
-    patience: int = 5
-    decode: str = "free"
+    prompt: PromptSettings = section(PromptSettings, max_input_tokens=512)
+    training: TrainSettings = section(TrainSettings, max_epochs=20, patience=5)
+    decoding: DecodingSettings = section(DecodingSettings, mode=Decoder.FREE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class DSIConstrainedConfig(DSIConfig):
     """DSI whose beam search is constrained to the book's leaf identifiers (a token trie)."""
 
-    decode: str = "beam"
+    decoding: DecodingSettings = section(DecodingSettings)  # the default decoder: beam
 
 
 @register(

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from searchtome.baselines.generative.common import LORA_TARGETS
+from searchtome.baselines.generative.config import LoraSettings, TrainSettings
 from searchtome.baselines.generative.engine import LM, PrefixKV, TreeCache
 from searchtome.baselines.generative.lower import Lower, lower_states
 from searchtome.baselines.generative.lower import loss_backward as lower_backward
@@ -56,35 +56,6 @@ class Example:
     suffix: tuple[int, ...]
     target: tuple[int, ...]
     kind: str = "query"
-
-
-@dataclass(frozen=True)
-class LoraSettings:
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    layers: int = 0  # adapt only the top N transformer layers (0 = all)
-    targets: tuple[str, ...] = LORA_TARGETS
-
-
-@dataclass(frozen=True)
-class TrainSettings:
-    lr: float = 2e-4
-    weight_decay: float = 0.0
-    warmup_ratio: float = 0.1
-    batch_size: int = 16
-    pack: int = 8
-    group: int = 0
-    grad_accum: int = 1
-    max_grad_norm: float = 1.0
-    max_epochs: int = 200
-    patience: int = 20
-    eval_every: int = 1
-    adapt_toc: bool = True
-    gradient_checkpointing: bool = False
-    # Compute the frozen layers below the adapter once per book (prefix and examples) instead
-    # of at every step (:mod:`.lower`); False is the earlier path, kept to benchmark against.
-    cache_lower_layers: bool = True
 
 
 @dataclass
@@ -378,45 +349,104 @@ def rank_batches(
     return mine + [None] * (math.ceil(len(batches) / world) - len(mine))
 
 
-def _train_epoch(
+@dataclass
+class _Loop:
+    """What every epoch of one training reads: the model, the prompt prefixes (and their
+    frozen caches), the settings, the optimiser and the lower layers' states."""
+
+    lm: LM
+    prefixes: Mapping[str, Sequence[int]]
+    frozen: Mapping[str, PrefixKV]
+    settings: TrainSettings
+    opt: _Optimizer
+    lower: Lower | None
+    world: int
+
+    def epoch(
+        self, batches: Sequence[list[Example] | None], report: TrainReport, desc: str
+    ) -> float:
+        """One pass over this process's batches; the mean token loss over all processes."""
+        settings, lm = self.settings, self.lm
+        total_loss, total_tokens = 0.0, 0
+        self.opt.optimizer.zero_grad(set_to_none=True)
+        bar = progress(batches, desc=desc, unit="batch", leave=False)
+        for i, batch in enumerate(bar, 1):
+            if batch is not None:
+                book = batch[0].book_id
+                loss, n = batch_loss_backward(
+                    lm,
+                    batch,
+                    self.prefixes[book],
+                    self.frozen.get(book),
+                    pack=settings.pack,
+                    group=settings.group,
+                    scale=1.0 / settings.grad_accum,
+                    lower=self.lower,
+                )
+                total_loss += loss * n
+                total_tokens += n
+            if i % settings.grad_accum == 0 or i == len(batches):
+                self.opt.step(settings.max_grad_norm, self.world)
+                report.steps += 1
+        if self.world > 1:  # every rank reports the same figure, the one a single process would
+            sums = torch.tensor([total_loss, total_tokens], dtype=torch.float64, device=lm.device)
+            torch.distributed.all_reduce(sums)
+            total_loss, total_tokens = float(sums[0]), int(sums[1])
+        return total_loss / max(total_tokens, 1)
+
+
+def _frozen_prefixes(
+    lm: LM, prefixes: Mapping[str, Sequence[int]], settings: TrainSettings
+) -> dict[str, PrefixKV]:
+    """The base model's prefix caches, computed once, when LoRA does not read the ToC."""
+    if settings.adapt_toc:
+        return {}
+    with lm.adapter_disabled():
+        return {book: lm.prefix_cache(prefixes[book]) for book in sorted(prefixes)}
+
+
+def _lower_once(
     lm: LM,
-    batches: Sequence[list[Example] | None],
+    examples: Sequence[Example],
     prefixes: Mapping[str, Sequence[int]],
-    frozen: Mapping[str, PrefixKV],
     settings: TrainSettings,
-    opt: _Optimizer,
-    *,
-    lower: Lower | None,
-    world: int,
-    report: TrainReport,
-    desc: str,
-) -> float:
-    """One pass over this process's batches; the mean token loss over all processes."""
-    total_loss, total_tokens = 0.0, 0
-    opt.optimizer.zero_grad(set_to_none=True)
-    bar = progress(batches, desc=desc, unit="batch", leave=False)
-    for i, batch in enumerate(bar, 1):
-        if batch is not None:
-            loss, n = batch_loss_backward(
-                lm,
-                batch,
-                prefixes[batch[0].book_id],
-                frozen.get(batch[0].book_id),
-                pack=settings.pack,
-                group=settings.group,
-                scale=1.0 / settings.grad_accum,
-                lower=lower,
-            )
-            total_loss += loss * n
-            total_tokens += n
-        if i % settings.grad_accum == 0 or i == len(batches):
-            opt.step(settings.max_grad_norm, world)
-            report.steps += 1
-    if world > 1:  # every rank reports the same figure, the one a single process would
-        sums = torch.tensor([total_loss, total_tokens], dtype=torch.float64, device=lm.device)
-        torch.distributed.all_reduce(sums)
-        total_loss, total_tokens = float(sums[0]), int(sums[1])
-    return total_loss / max(total_tokens, 1)
+) -> Lower | None:
+    """The frozen layers' states, computed once, where that path applies (:mod:`.lower`)."""
+    if not settings.cache_lower_layers or settings.gradient_checkpointing:
+        return None
+    began = time.perf_counter()
+    lower = lower_states(lm, examples, prefixes)
+    if lower is not None:
+        log.info(
+            "layers 0-%d (frozen) computed once for %d book(s): %.0f MiB in %.1f s",
+            lower.first - 1,
+            len(lower.books),
+            lower.nbytes() / 2**20,
+            time.perf_counter() - began,
+        )
+    return lower
+
+
+def _start(
+    lm: LM,
+    examples: Sequence[Example],
+    prefixes: Mapping[str, Sequence[int]],
+    settings: TrainSettings,
+) -> _Loop:
+    """The optimiser, the caches computed once, and the model set up for training."""
+    if lm.peft is None:
+        raise SearchTomeError("attach a LoRA adapter before training")
+    if not examples:
+        raise SearchTomeError("no training examples: the train split of these books is empty")
+    world = distributed()[1]
+    batches = len(_batches(examples, settings.batch_size, random.Random(0)))
+    opt = _Optimizer.create(lm, settings, math.ceil(batches / world / settings.grad_accum))
+    if settings.gradient_checkpointing:
+        lm.model.gradient_checkpointing_enable()
+        lm.model.enable_input_require_grads()
+    frozen = _frozen_prefixes(lm, prefixes, settings)
+    lower = _lower_once(lm, examples, prefixes, settings)
+    return _Loop(lm, prefixes, frozen, settings, opt, lower, world)
 
 
 def train(
@@ -430,40 +460,10 @@ def train(
     work_dir: Path,
 ) -> TrainReport:
     """Train the attached LoRA adapter; leaves the best adapter (by ``evaluate``) in place."""
-    if lm.peft is None:
-        raise SearchTomeError("attach a LoRA adapter before training")
-    if not examples:
-        raise SearchTomeError("no training examples: the train split of these books is empty")
-    rank, world = distributed()
-    steps_per_epoch = math.ceil(
-        len(_batches(examples, settings.batch_size, random.Random(0))) / world / settings.grad_accum
-    )
-    opt = _Optimizer.create(lm, settings, steps_per_epoch)
-    if settings.gradient_checkpointing:
-        lm.model.gradient_checkpointing_enable()
-        lm.model.enable_input_require_grads()
-
-    frozen: dict[str, PrefixKV] = {}
-    if not settings.adapt_toc:
-        with lm.adapter_disabled():
-            for book in sorted(prefixes):
-                frozen[book] = lm.prefix_cache(prefixes[book])
-
-    lower = None
-    if settings.cache_lower_layers and not settings.gradient_checkpointing:
-        began_lower = time.perf_counter()
-        lower = lower_states(lm, examples, prefixes)
-        if lower is not None:
-            log.info(
-                "layers 0-%d (frozen) computed once for %d book(s): %.0f MiB in %.1f s",
-                lower.first - 1,
-                len(lower.books),
-                lower.nbytes() / 2**20,
-                time.perf_counter() - began_lower,
-            )
-
+    loop = _start(lm, examples, prefixes, settings)
+    rank = distributed()[0]
     state_path = work_dir / STATE_FILE
-    sel = _resume(state_path, lm, opt) if state_path.is_file() else _Selection()
+    sel = _resume(state_path, lm, loop.opt) if state_path.is_file() else _Selection()
     report = sel.report
     # Rank 0 alone writes the state; every rank must have read the same one.
     same_everywhere(report.epochs, f"the epoch to resume after ({state_path})")
@@ -472,23 +472,13 @@ def train(
     for epoch in range(start_epoch, settings.max_epochs + 1):
         lm.model.train()
         batches = _batches(examples, settings.batch_size, random.Random(seed * 100003 + epoch))
-        train_loss = _train_epoch(
-            lm,
-            rank_batches(batches, rank, world),
-            prefixes,
-            frozen,
-            settings,
-            opt,
-            lower=lower,
-            world=world,
-            report=report,
-            desc=f"epoch {epoch}",
-        )
+        mine = rank_batches(batches, rank, loop.world)
+        train_loss = loop.epoch(mine, report, desc=f"epoch {epoch}")
         lm.model.eval()
         row: dict[str, Any] = {
             "epoch": epoch,
             "train_loss": train_loss,
-            "lr": opt.scheduler.get_last_lr()[0],
+            "lr": loop.opt.scheduler.get_last_lr()[0],
         }
         report.epochs = epoch
         dev = sel.after_epoch(lm, epoch, settings, evaluate)
@@ -499,7 +489,7 @@ def train(
         report.history.append(row)
         log.info("epoch %d: %s", epoch, row)
         if rank == 0:
-            _save_state(state_path, lm, opt, sel)
+            _save_state(state_path, lm, loop.opt, sel)
         if report.stopped:
             break
     if not report.stopped:

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from searchtome.baselines.generative.common import IdentifierIndex, model_fingerprint
-from searchtome.baselines.generative.layouts import PROMPT_LAYOUTS, Layout, get_layout
+from searchtome.baselines.generative.layouts import PROMPT_LAYOUTS, Layout, Task, get_layout
 from searchtome.baselines.registry import RunContext, register
 
+from searchtome.config import setting
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.io import stable_hash
 from searchtome.records import Run
@@ -50,21 +51,26 @@ _INTRO = re.compile(r"^(here|the|these|sure|answer|answers|top|best)\b.*:\s*$", 
 
 @dataclass(frozen=True)
 class ZeroShotConfig:
-    backend: str = "local"
-    model: str = "smollm2"  # local: name or path; openai: the model name requests carry
-    base_url: str = ""  # openai backend; empty = OPENAI_BASE_URL
-    concurrency: int = 8
-    # openai backend: tries per request; failed tries back off 1, 2, 4, ... s (llm/client.py)
-    max_attempts: int = 6
-    dtype: str = "auto"
-    device: str = "auto"
-    threads: int = 0  # local backend: 0 = from the CPUs and load (searchtome.threads)
-    num_candidates: int = 3
-    max_new_tokens: int = 96
-    temperature: float = 0.0
-    query_batch: int = 16
-    max_input_tokens: int = 14000
-    prompt_layout: str = "paper"  # or "v1" (see layouts.py)
+    """The zero-shot LLM: which model, where it runs, and how its replies are read."""
+
+    backend: str = setting("local", "local: the model in-process; openai: a chat endpoint")
+    model: str = setting(
+        "smollm2", "local: a model name or folder; openai: the model name requests carry"
+    )
+    base_url: str = setting("", "openai backend: the endpoint; empty = OPENAI_BASE_URL")
+    concurrency: int = setting(8, "openai backend: requests in flight")
+    max_attempts: int = setting(
+        6, "openai backend: tries per request; failed tries back off 1, 2, 4, ... s"
+    )
+    dtype: str = setting("auto", "local backend: auto (bfloat16 where native, else float32)")
+    device: str = setting("auto", "local backend: auto, cpu, cuda, cuda:N")
+    threads: int = setting(0, "local backend: torch threads; 0 = from the CPUs and load")
+    num_candidates: int = setting(3, "leaves named per query")
+    max_new_tokens: int = setting(96, "the longest reply in tokens")
+    temperature: float = setting(0.0, "sampling temperature (0: greedy)")
+    query_batch: int = setting(16, "local backend: queries decoded together")
+    max_input_tokens: int = setting(14000, "local backend: prompt budget in tokens")
+    prompt_layout: str = setting("paper", "paper (the paper's Table 2) or v1 (see layouts.py)")
 
     @property
     def free_form(self) -> bool:
@@ -101,7 +107,7 @@ def parse_reply(text: str, index: IdentifierIndex, n: int) -> tuple[list[str], l
 
 
 def _prompt_user_text(layout: Layout, title: str, toc_text: str, query: str) -> str:
-    return layout.template("zeroshot").user_text(
+    return layout.template(Task.ZEROSHOT).user_text(
         title, toc_text, f"{layout.query_label}: {clean_title(query)}"
     )
 
@@ -162,7 +168,7 @@ def _replies_local(
         "device": device.type,
     }
     layout = get_layout(cfg.prompt_layout)
-    template = layout.template("zeroshot")
+    template = layout.template(Task.ZEROSHOT)
     keys = {
         qid: CacheKey("in-process", model_id, PROMPT_VERSION, sampling, messages)
         for qid, messages in _messages(dataset, queries, layout).items()
