@@ -3,7 +3,6 @@ serve, hosted APIs), or several replicas of one model.
 
 * HTTP: a lean aiohttp path by default, the ``openai`` SDK's on request (``transport``); both
   send the same bytes and read replies and errors the same way (:mod:`searchtome.llm.transport`).
-
 * Bounded concurrency: at most ``concurrency`` requests in flight in all (an
   ``asyncio.Semaphore``).
 * Several endpoints (``base_urls``, or a comma-separated ``base_url``/``OPENAI_BASE_URL``): each

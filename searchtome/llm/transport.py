@@ -5,7 +5,7 @@ Both send the same body bytes (the SDK's JSON encoding) to ``BASE_URL/chat/compl
 turn what comes back into the same outcomes, so :class:`searchtome.llm.client.ChatClient` does
 not care which one carries a request:
 
-* a reply: the response JSON as a plain ``dict``, parsed once;
+* a reply: the response JSON parsed once into plain values (the client checks it is an object);
 * :class:`StatusFailure`: a non-2xx answer, with the detail the SDK's error would carry and the
   ``Retry-After`` headers;
 * :class:`SendFailure`: no usable answer (``"timeout"``, a connection error naming what failed, an
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import os
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -252,7 +253,7 @@ class SdkSender:
 
         self._openai = openai
         self._hosts = list(hosts)
-        per_url = max(1, -(-concurrency // len(urls) // CONNECTIONS_PER_POOL))
+        per_url = max(1, math.ceil(concurrency / len(urls) / CONNECTIONS_PER_POOL))
         self._clients = [
             [
                 openai.AsyncOpenAI(
