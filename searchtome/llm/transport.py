@@ -168,8 +168,14 @@ class AiohttpSender:
     def __init__(
         self, urls: Sequence[str | None], hosts: Sequence[str], api_key: str, timeout: float
     ) -> None:
-        import aiohttp
-        import yarl
+        try:
+            import aiohttp
+            import yarl
+        except ImportError as exc:  # an environment installed before aiohttp was a dependency
+            raise SearchTomeError(
+                f"the question client needs aiohttp ({exc}); install it with "
+                "`pip install 'aiohttp>=3.10'` (or reinstall searchtome)"
+            ) from None
 
         self._aiohttp = aiohttp
         self._hosts = list(hosts)
