@@ -167,3 +167,25 @@ def test_many_in_flight_over_two_endpoints(transport):
         assert all(r.ok and r.content and "item" in r.content for r in results)
         assert len(a.chat_records()) + len(b.chat_records()) == 96
         assert a.chat_records() and b.chat_records()
+
+
+@pytest.mark.parametrize("transport", BOTH)
+def test_proxy_from_the_environment(monkeypatch, transport):
+    """``HTTP_PROXY`` carries the requests (an HTTP proxy gets the absolute URL), ``NO_PROXY``
+    exempts a host: on both paths, as httpx reads the environment."""
+    with FakeOpenAIServer() as proxy, FakeOpenAIServer() as direct:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        for var in ("http_proxy", "no_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(var, raising=False)
+        urls = ("http://searchtome-upstream.invalid/v1", direct.base_url)
+        cfg = ClientConfig(base_urls=urls, model="m", transport=transport, max_attempts=1)
+        requests = [ChatRequest(str(i), REQUESTS[0].messages) for i in range(4)]
+        results = ChatClient(cfg).run_many(requests)
+        assert all(r.ok for r in results), [r.error for r in results]
+        proxied = proxy.chat_records()
+        assert proxied and direct.chat_records()  # both endpoints answered
+        assert len(proxied) + len(direct.chat_records()) == 4
+        assert {r.path for r in proxied} == {
+            "http://searchtome-upstream.invalid/v1/chat/completions"
+        }
