@@ -39,7 +39,14 @@ from urllib.parse import urlsplit
 
 from searchtome.errors import SearchTomeError
 from searchtome.llm.pool import EndpointPool, Lease, PoolDown, Replica, ReplicaStats
-from searchtome.llm.transport import Sender, SendFailure, StatusFailure, Transport, open_sender
+from searchtome.llm.transport import (
+    Sender,
+    SendFailure,
+    StatusFailure,
+    Transport,
+    default_transport,
+    open_sender,
+)
 from searchtome.llm.transport import connection_error as connection_error  # callers' old home
 
 log = logging.getLogger(__name__)
@@ -118,7 +125,7 @@ class ClientConfig:
     metadata record, for servers that want a local path as the model name. ``base_urls`` lists
     replicas that serve the same model; when empty, ``base_url`` (which may be comma-separated)
     is the list. ``concurrency`` is the total over all of them. ``transport`` picks the HTTP
-    stack (the lean one unless comparing against the SDK's).
+    stack (default: ``SEARCHTOME_HTTP``, else the lean aiohttp one).
     """
 
     base_url: str | None = None
@@ -134,7 +141,7 @@ class ClientConfig:
     retry_after_max: float = 300.0
     sampling: SamplingParams = field(default_factory=SamplingParams)
     host_label: str | None = None
-    transport: Transport = Transport.AIOHTTP
+    transport: Transport = field(default_factory=default_transport)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ClientConfig:

@@ -30,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from searchtome.errors import SearchTomeError
+from searchtome import settings
+from searchtome.errors import SearchTomeError, unknown_name
 
 OPENAI_URL = "https://api.openai.com/v1"
 # Requests an SDK client (one httpcore pool) carries at most; see SdkSender.
@@ -42,6 +43,17 @@ class Transport(enum.Enum):
 
     AIOHTTP = "aiohttp"  # lean: one aiohttp session, raw JSON in and out
     SDK = "sdk"  # openai.AsyncOpenAI(...).post: the reference
+
+
+def default_transport() -> Transport:
+    """``SEARCHTOME_HTTP`` (``aiohttp`` or ``sdk``), else the lean path."""
+    name = settings.http_stack()
+    if not name:
+        return Transport.AIOHTTP
+    try:
+        return Transport(name)
+    except ValueError:
+        raise unknown_name("SEARCHTOME_HTTP value", name, [t.value for t in Transport]) from None
 
 
 class SendFailure(Exception):

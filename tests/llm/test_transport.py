@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from searchtome.errors import SearchTomeError
 from searchtome.llm.client import (
     ChatClient,
     ChatRequest,
@@ -189,3 +190,15 @@ def test_proxy_from_the_environment(monkeypatch, transport):
         assert {r.path for r in proxied} == {
             "http://searchtome-upstream.invalid/v1/chat/completions"
         }
+
+
+def test_the_environment_picks_the_default_path(monkeypatch):
+    monkeypatch.delenv("SEARCHTOME_HTTP", raising=False)
+    assert ClientConfig(base_url="http://x/v1").transport is Transport.AIOHTTP
+    monkeypatch.setenv("SEARCHTOME_HTTP", " SDK ")
+    assert ClientConfig(base_url="http://x/v1").transport is Transport.SDK
+    cfg = ClientConfig(base_url="http://x/v1", transport=Transport.AIOHTTP)
+    assert cfg.transport is Transport.AIOHTTP  # an explicit choice wins
+    monkeypatch.setenv("SEARCHTOME_HTTP", "aiohtp")
+    with pytest.raises(SearchTomeError, match=r"unknown SEARCHTOME_HTTP value 'aiohtp' \(did you"):
+        ClientConfig(base_url="http://x/v1")
