@@ -1,7 +1,7 @@
 """Question-generation throughput against a local OpenAI-compatible server with a fixed latency.
 
     python benchmarks/questions.py [--latency 0.25] [--concurrency 1,4,16,64] [--endpoints 1]
-        [--markdown]
+        [--transports sdk,aiohttp] [--repeat 1] [--profile] [--markdown]
 
 Reference run: the ideal throughput ``concurrency / latency`` (a server that answers every request
 after exactly ``latency`` seconds, with no cost on our side). Two of our paths are measured
@@ -11,8 +11,16 @@ against it:
 * ``generator``: the full ``QuestionGenerator`` path a build uses: prompt rendering, cache lookup,
   the request, a committed SQLite write per reply, reply parsing.
 
-Clocks start once the client's connection pools exist (one SDK client per 16 requests an
-endpoint carries, ~70 ms each to create): a build pays that once, not per request.
+Both are run over each HTTP path in ``--transports`` (``ClientConfig.transport``): ``sdk`` is
+the openai SDK's (httpx), ``aiohttp`` the lean default; interleaved, in one run, so an A/B sees
+the same load. ``--repeat N`` runs everything N times and prints the median of each cell, with
+the load (``uptime``) before and after. The CPU milliseconds per request (this process's CPU
+time over the requests) depend much less on the machine's load than the rates do.
+``--profile`` prints where the client's CPU goes (cProfile, top functions by own time) for one
+run at the highest concurrency over each transport.
+
+Clocks start once the client's connection pools exist (for the SDK path, one SDK client per 16
+requests an endpoint carries, ~70 ms each to create): a build pays that once, not per request.
 
 With ``--endpoints N`` there are N servers (replicas) and the client routes over all of them
 (``concurrency`` is the total). Targets: >= 80 % of ideal at concurrency 16, and >= 90 % at
@@ -25,7 +33,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import io
 import os
+import pstats
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,11 +61,22 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     return proc, base_url
 
 
-def run_client(urls: list[str], concurrency: int, n: int) -> tuple[float, float]:
+def run_client(
+    urls: list[str],
+    concurrency: int,
+    n: int,
+    transport: str,
+    profile: cProfile.Profile | None = None,
+) -> tuple[float, float]:
     """Requests per second, and this process's CPU milliseconds per request."""
-    from searchtome.llm.client import ChatClient, ChatRequest, ClientConfig
+    from searchtome.llm.client import ChatClient, ChatRequest, ClientConfig, Transport
 
-    cfg = ClientConfig(base_urls=tuple(urls), model="bench", concurrency=concurrency)
+    cfg = ClientConfig(
+        base_urls=tuple(urls),
+        model="bench",
+        concurrency=concurrency,
+        transport=Transport(transport),
+    )
     client = ChatClient(cfg)
     requests = [
         ChatRequest(str(i), ({"role": "user", "content": f"Passage: item{i} text"},))
@@ -63,7 +86,11 @@ def run_client(urls: list[str], concurrency: int, n: int) -> tuple[float, float]
     async def timed() -> tuple[list, float, float]:
         async with client:  # connection pools opened before the clock starts (see main)
             start, cpu = time.perf_counter(), time.process_time()
+            if profile is not None:
+                profile.enable()
             results = await client.complete_many(requests)
+            if profile is not None:
+                profile.disable()
             return results, time.perf_counter() - start, time.process_time() - cpu
 
     results, elapsed, cpu = asyncio.run(timed())
@@ -71,13 +98,20 @@ def run_client(urls: list[str], concurrency: int, n: int) -> tuple[float, float]
     return n / elapsed, 1000 * cpu / n
 
 
-def run_generator(urls: list[str], concurrency: int, n: int, tag: str) -> tuple[float, float]:
+def run_generator(
+    urls: list[str], concurrency: int, n: int, tag: str, transport: str
+) -> tuple[float, float]:
     from searchtome.generate.questions import GenerationConfig, QuestionGenerator
     from searchtome.llm.cache import ResponseCache
-    from searchtome.llm.client import ChatClient, ClientConfig
+    from searchtome.llm.client import ChatClient, ClientConfig, Transport
     from searchtome.records import Unit
 
-    cfg = ClientConfig(base_urls=tuple(urls), model="bench", concurrency=concurrency)
+    cfg = ClientConfig(
+        base_urls=tuple(urls),
+        model="bench",
+        concurrency=concurrency,
+        transport=Transport(transport),
+    )
     words = ["alder", "birch", "cedar", "dune", "elm", "fern", "glen", "heath", "iris"]
     units = [
         Unit(
@@ -113,6 +147,82 @@ def run_generator(urls: list[str], concurrency: int, n: int, tag: str) -> tuple[
     return n / elapsed, 1000 * cpu / n
 
 
+def uptime() -> str:
+    """``uptime``'s load figures (the machine is shared: every figure depends on them)."""
+    out = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    return out or f"load average {os.getloadavg()}"
+
+
+def top_functions(profile: cProfile.Profile, limit: int = 25) -> str:
+    text = io.StringIO()
+    stats = pstats.Stats(profile, stream=text)
+    stats.sort_stats("tottime").print_stats(limit)
+    lines = text.getvalue().splitlines()
+    root = str(Path(sys.executable).resolve().parents[1])
+    return "\n".join(line.replace(root, "").replace(str(ROOT), ".") for line in lines)
+
+
+def measure(
+    urls: list[str], levels: list[int], transports: list[str], args: argparse.Namespace
+) -> dict[tuple[int, str], list[tuple[float, float, float, float]]]:
+    """(client req/s, client CPU ms, generator req/s, generator CPU ms) per level and transport,
+    one tuple per repetition; the transports interleaved so that each sees the same load."""
+    runs: dict[tuple[int, str], list[tuple[float, float, float, float]]] = {}
+    for rep in range(args.repeat):
+        for c in levels:
+            n = max(args.waves * c, 16)
+            for t in transports:
+                client, client_cpu = run_client(urls, c, n, t)
+                generator, gen_cpu = run_generator(urls, c, n, tag=f"c{c}{t}{rep}", transport=t)
+                runs.setdefault((c, t), []).append((client, client_cpu, generator, gen_cpu))
+    return runs
+
+
+def table(
+    runs: dict[tuple[int, str], list[tuple[float, float, float, float]]],
+    latency: float,
+    waves: int,
+    markdown: bool,
+) -> list[str]:
+    header = [
+        "concurrency",
+        "transport",
+        "requests",
+        "ideal req/s",
+        "client req/s",
+        "client/ideal",
+        "generator req/s",
+        "generator/ideal",
+        "client CPU ms/req",
+        "generator CPU ms/req",
+    ]
+    lines = []
+    if markdown:
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+    else:
+        lines.append("  ".join(f"{h:>15}" for h in header))
+    for (c, t), reps in runs.items():
+        ideal = c / latency
+        client, client_cpu, gen, gen_cpu = (statistics.median(x) for x in zip(*reps, strict=True))
+        cells = [
+            str(c),
+            t,
+            str(max(waves * c, 16)),
+            f"{ideal:.1f}",
+            f"{client:.1f}",
+            f"{client / ideal:.0%}",
+            f"{gen:.1f}",
+            f"{gen / ideal:.0%}",
+            f"{client_cpu:.2f}",
+            f"{gen_cpu:.2f}",
+        ]
+        lines.append(
+            "| " + " | ".join(cells) + " |" if markdown else "  ".join(f"{x:>15}" for x in cells)
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.25, help="seconds per request")
@@ -121,73 +231,55 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--waves", type=int, default=8, help="requests per run = waves x concurrency"
     )
+    parser.add_argument(
+        "--transports", default="sdk,aiohttp", help="HTTP paths to compare (sdk, aiohttp)"
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs of everything; medians shown")
+    parser.add_argument("--profile", action="store_true", help="where the client's CPU goes")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     levels = [int(c) for c in args.concurrency.split(",")]
+    transports = [t.strip() for t in args.transports.split(",") if t.strip()]
     servers = [start_server(args.latency) for _ in range(args.endpoints)]
     urls = [url for _, url in servers]
-    rows = []
-    cpu_lines: list[str] = []
+    before = uptime()
+    profiles: dict[str, cProfile.Profile] = {}
     try:
-        run_client(urls, 4, 8)  # warm-up: imports, first connections
-        for c in levels:
-            n = max(args.waves * c, 16)
-            ideal = c / args.latency
-            client, client_cpu = run_client(urls, c, n)
-            generator, gen_cpu = run_generator(urls, c, n, tag=f"c{c}")
-            rows.append((c, n, ideal, client, generator))
-            cpu_lines.append(
-                f"concurrency {c}: {client_cpu:.2f} ms CPU per request (client), "
-                f"{gen_cpu:.2f} ms (generator)"
-            )
+        for t in transports:
+            run_client(urls, 4, 8, t)  # warm-up: imports, first connections
+        runs = measure(urls, levels, transports, args)
+        after = uptime()
+        if args.profile:
+            top = max(levels)
+            for t in transports:
+                profiles[t] = cProfile.Profile()
+                run_client(urls, top, max(args.waves * top, 16), t, profiles[t])
     finally:
         for proc, _ in servers:
             proc.terminate()
             proc.wait(timeout=10)
-    header = [
-        "concurrency",
-        "requests",
-        "ideal req/s",
-        "client req/s",
-        "client/ideal",
-        "generator req/s",
-        "generator/ideal",
-    ]
-    lines = []
-    if args.markdown:
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "---|" * len(header))
-    else:
-        lines.append("  ".join(f"{h:>15}" for h in header))
-    for c, n, ideal, client, gen in rows:
-        cells = [
-            str(c),
-            str(n),
-            f"{ideal:.1f}",
-            f"{client:.1f}",
-            f"{client / ideal:.0%}",
-            f"{gen:.1f}",
-            f"{gen / ideal:.0%}",
-        ]
-        lines.append(
-            "| " + " | ".join(cells) + " |"
-            if args.markdown
-            else "  ".join(f"{x:>15}" for x in cells)
-        )
     print(
         f"latency {args.latency:.3f} s per request, {args.endpoints} endpoint(s); "
         "reference = ideal (concurrency / latency)"
+        + (f"; median of {args.repeat} runs" if args.repeat > 1 else "")
     )
-    print("\n".join(lines))
-    print("\n".join(cpu_lines))
-    print(f"load average while measuring: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
+    print("\n".join(table(runs, args.latency, args.waves, args.markdown)))
+    print(f"uptime before: {before}")
+    print(f"uptime after:  {after}  ({os.cpu_count()} CPUs)")
+    for t, profile in profiles.items():
+        print(f"\nwhere the client's CPU goes, transport {t} (cProfile inflates every figure):")
+        print(top_functions(profile))
     ok = True
+    default = "aiohttp" if "aiohttp" in transports else transports[-1]
     for level, share in ((16, 0.8), (256, 0.9)):
-        for row in (r for r in rows if r[0] == level):
-            met = row[3] / row[2] >= share  # the client's share, as the targets were set
-            ok = ok and met
+        for (c, t), reps in runs.items():
+            if c != level or t != default:
+                continue
+            met = statistics.median(r[0] for r in reps) / (c / args.latency) >= share
+            ok = ok and met  # the client's share, as the targets were set
             print(
-                f"target >= {share:.0%} of ideal at concurrency {level}: {'met' if met else 'NOT met'}"
+                f"target >= {share:.0%} of ideal at concurrency {level} ({t}): "
+                f"{'met' if met else 'NOT met'}"
             )
     return 0 if ok else 1
 

@@ -5,6 +5,8 @@
 * ``SEARCHTOME_OFFLINE=1``: never touch the network (downloads fail with a clear message,
   Hugging Face libraries are put in offline mode).
 * ``SEARCHTOME_NO_PROGRESS=1`` or ``searchtome --no-progress``: no progress bars anywhere.
+* ``SEARCHTOME_HTTP=sdk``: LLM requests through the openai SDK's HTTP stack instead of the lean
+  aiohttp one (``searchtome.llm.transport``; default ``aiohttp``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ def cache_dir(*parts: str) -> Path:
     path = home().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def http_stack() -> str:
+    """``SEARCHTOME_HTTP`` as given (lower case), ``""`` when unset."""
+    return os.environ.get("SEARCHTOME_HTTP", "").strip().lower()
 
 
 def offline() -> bool:

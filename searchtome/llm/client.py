@@ -1,12 +1,14 @@
 """An async client for any OpenAI-compatible chat endpoint (vLLM, TGI, llama.cpp, transformers
-serve, hosted APIs), or several replicas of one model, built on the ``openai`` package.
+serve, hosted APIs), or several replicas of one model.
 
+* HTTP: a lean aiohttp path by default, the ``openai`` SDK's on request (``transport``); both
+  send the same bytes and read replies and errors the same way (:mod:`searchtome.llm.transport`).
 * Bounded concurrency: at most ``concurrency`` requests in flight in all (an
   ``asyncio.Semaphore``).
 * Several endpoints (``base_urls``, or a comma-separated ``base_url``/``OPENAI_BASE_URL``): each
   request goes to the one with the fewest in flight; a failing one is taken out with back-off
   and its requests go elsewhere (:mod:`searchtome.llm.pool`). One endpoint is a pool of one.
-* Retries are ours, not the SDK's (the SDK is built with ``max_retries=0``): the SDK caps its
+* Retries are ours, not the SDK's (its path is built with ``max_retries=0``): the SDK caps its
   backoff at 8 s and refuses a ``Retry-After`` over two minutes, which is too short for hosted
   APIs that rate-limit a long build; we also want the attempt count in each result, a pause that
   every worker honours after a 429 (the endpoint is out until then), and one policy for status errors, timeouts, dropped
@@ -27,7 +29,6 @@ import asyncio
 import email.utils
 import itertools
 import logging
-import math
 import os
 import random
 import time
@@ -38,12 +39,20 @@ from urllib.parse import urlsplit
 
 from searchtome.errors import SearchTomeError
 from searchtome.llm.pool import EndpointPool, Lease, PoolDown, Replica, ReplicaStats
+from searchtome.llm.transport import (
+    Sender,
+    SendFailure,
+    StatusFailure,
+    Transport,
+    default_transport,
+    open_sender,
+)
+from searchtome.llm.transport import connection_error as connection_error  # callers' old home
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
 DEFAULT_CONCURRENCY = 16
-CONNECTIONS_PER_POOL = 16
 # Statuses worth retrying: request timeout, lock conflict, rate limit, every server error.
 RETRY_STATUSES = frozenset({408, 409, 429})
 # Statuses that mean the configuration is wrong: retrying every unit would only repeat them.
@@ -115,7 +124,8 @@ class ClientConfig:
     ``model`` is what requests name; ``model_label`` (default: the same) is what caches and
     metadata record, for servers that want a local path as the model name. ``base_urls`` lists
     replicas that serve the same model; when empty, ``base_url`` (which may be comma-separated)
-    is the list. ``concurrency`` is the total over all of them.
+    is the list. ``concurrency`` is the total over all of them. ``transport`` picks the HTTP
+    stack (default: ``SEARCHTOME_HTTP``, else the lean aiohttp one).
     """
 
     base_url: str | None = None
@@ -131,6 +141,7 @@ class ClientConfig:
     retry_after_max: float = 300.0
     sampling: SamplingParams = field(default_factory=SamplingParams)
     host_label: str | None = None
+    transport: Transport = field(default_factory=default_transport)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ClientConfig:
@@ -273,8 +284,8 @@ class ChatClient:
     concurrency and retries.
 
     Use it as ``async with ChatClient(cfg) as client`` or let :meth:`complete_many` open and
-    close the underlying connection pools itself. The SDK clients are bound to the event loop
-    they were first used on, so each ``async with`` block gets its own. Per-endpoint counters
+    close the underlying connection pools itself. Connections are bound to the event loop they
+    were opened on, so each ``async with`` block gets its own. Per-endpoint counters
     (:meth:`endpoint_stats`) and the routing state survive from one block to the next.
     """
 
@@ -292,6 +303,7 @@ class ChatClient:
             config.max_attempts,
         )
         self._sem: asyncio.Semaphore | None = None
+        self._sender: Sender | None = None
         self._depth = 0
         self._requests = itertools.count(1)  # one id per request, shared by its attempts
 
@@ -302,45 +314,22 @@ class ChatClient:
 
     async def __aenter__(self) -> ChatClient:
         if self._depth == 0:
-            # httpcore's connection pool scans all its connections on every request and reply,
-            # so its cost per request grows with the connections it holds: at 64 in flight to
-            # one endpoint that scan was a third of the client's CPU. One SDK client (one pool)
-            # per CONNECTIONS_PER_POOL requests an endpoint is likely to carry keeps it flat.
-            share = self.config.concurrency / len(self.pool.replicas)
-            per_replica = max(1, math.ceil(share / CONNECTIONS_PER_POOL))
-            for replica in self.pool.replicas:
-                replica.clients = [self._make_sdk(replica.base_url) for _ in range(per_replica)]
-            self._sem = asyncio.Semaphore(self.config.concurrency)
+            cfg = self.config
+            urls = [r.base_url for r in self.pool.replicas]
+            hosts = [r.host for r in self.pool.replicas]
+            self._sender = open_sender(
+                cfg.transport, urls, hosts, cfg.api_key, cfg.timeout, cfg.concurrency
+            )
+            self._sem = asyncio.Semaphore(cfg.concurrency)
         self._depth += 1
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self._depth -= 1
         if self._depth == 0 and self._sem is not None:
-            self._sem = None
-            for replica in self.pool.replicas:
-                clients, replica.clients = replica.clients, []
-                for sdk in clients:
-                    await sdk.close()
-
-    def _make_sdk(self, base_url: str | None) -> Any:
-        import openai
-
-        cfg = self.config
-        api_key = cfg.api_key
-        if api_key is None:
-            if not base_url:
-                raise SearchTomeError(
-                    "no API key for api.openai.com: pass --api-key or set OPENAI_API_KEY "
-                    "(or point --endpoint at your own server)"
-                )
-            api_key = "EMPTY"  # self-hosted servers (vLLM, TGI, llama.cpp) ignore the key
-        return openai.AsyncOpenAI(
-            base_url=base_url or None,
-            api_key=api_key,
-            timeout=cfg.timeout,
-            max_retries=0,
-        )
+            sender, self._sem, self._sender = self._sender, None, None
+            if sender is not None:
+                await sender.aclose()
 
     def endpoint_stats(self) -> dict[str, ReplicaStats]:
         """Requests sent, answered and failed per endpoint host, in the order given."""
@@ -429,38 +418,25 @@ class ChatClient:
     async def _call(
         self, replica: Replica, messages: Sequence[Message], params: Mapping[str, Any]
     ) -> Any:
-        import openai
-
+        assert self._sender is not None
         body = {"model": self.config.model, "messages": [dict(m) for m in messages], **params}
         try:
-            # The SDK's transport, retries-free, with its errors, but without its typed request
-            # transform and reply models: those cost ~1.4 ms of CPU a request, which at hundreds
-            # in flight made the client, not the servers, the limit (benchmarks/questions.py).
-            sdk = replica.clients[replica.stats.sent % len(replica.clients)]
-            reply = await sdk.post("/chat/completions", body=body, cast_to=dict)
-        except openai.APITimeoutError:
-            raise _Retryable("timeout") from None
-        except openai.APIConnectionError as exc:
-            raise _Retryable(connection_error(replica.host, exc)) from None
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            detail = _error_detail(exc)
+            reply = await self._sender.post(replica.index, body)
+        except SendFailure as exc:
+            raise _Retryable(exc.reason) from None
+        except StatusFailure as exc:
+            status = exc.status
             if status in FATAL_STATUSES:
                 raise EndpointError(
                     f"{replica.host} answered HTTP {status} for model "
-                    f"{self.config.model!r}: {detail}; check --endpoint/--base-url, --model and "
-                    "--api-key"
+                    f"{self.config.model!r}: {exc.detail}; check --endpoint/--base-url, --model "
+                    "and --api-key"
                 ) from None
             if status in RETRY_STATUSES or status >= 500:
-                raise _Retryable(
-                    f"HTTP {status}", parse_retry_after(dict(exc.response.headers))
-                ) from None
+                raise _Retryable(f"HTTP {status}", parse_retry_after(exc.headers)) from None
             # Other 4xx (e.g. 400: prompt too long) concern this request only: no retry.
-            raise _Failed(f"HTTP {status}: {detail}") from None
-        except (openai.APIResponseValidationError, ValueError) as exc:
-            # A body that is not valid JSON (a proxy hiccup, a half-written reply).
-            raise _Retryable(f"unreadable response ({type(exc).__name__})") from None
-        if not isinstance(reply, Mapping):  # not JSON at all (the SDK hands back the text)
+            raise _Failed(f"HTTP {status}: {exc.detail}") from None
+        if not isinstance(reply, Mapping):  # not JSON at all (the text, or a JSON list)
             raise _Retryable("unreadable response (not JSON)")
         return reply
 
@@ -469,7 +445,8 @@ class ChatClient:
         key: str, reply: Mapping[str, Any], attempts: int, elapsed: float, host: str | None = None
     ) -> ChatResult:
         choices = reply.get("choices") or []
-        choice = choices[0] if isinstance(choices, list) else None
+        # An empty list is "no choices" too, not an IndexError that would end the whole batch.
+        choice = choices[0] if isinstance(choices, list) and choices else None
         if not isinstance(choice, Mapping):
             return ChatResult(key, None, None, attempts, error="no choices in response", host=host)
         message = choice.get("message")
@@ -541,35 +518,3 @@ async def gather_or_cancel(coros: Iterable[Awaitable[Any]]) -> list[Any]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-
-
-def _error_detail(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping):
-            msg = inner.get("message") or inner.get("detail")
-            if msg:
-                return str(msg)[:200]
-        detail = body.get("detail")
-        if detail:
-            return str(detail)[:200]
-    return str(getattr(exc, "message", exc))[:200]
-
-
-def connection_error(host: str, exc: BaseException) -> str:
-    """``connection error to HOST (ConnectError: [Errno 111] Connection refused)``.
-
-    httpx often raises with an empty message, so the exception's type always names what failed.
-    """
-    causes = [c for c in (exc.__cause__, exc.__context__) if c is not None]
-    cause = causes[0] if causes else exc
-    while cause.__cause__ is not None and not str(cause).strip():
-        cause = cause.__cause__  # an empty wrapper: its cause says more
-    detail = str(cause).strip()
-    kind = type(cause).__name__
-    return (
-        f"connection error to {host} ({kind}: {detail})"
-        if detail
-        else (f"connection error to {host} ({kind}, no detail from the HTTP library)")
-    )

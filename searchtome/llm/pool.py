@@ -29,7 +29,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +53,11 @@ class ReplicaStats:
 
 @dataclass
 class Replica:
-    """One endpoint. ``clients`` are the open SDK clients for it (while the pool is in use)."""
+    """One endpoint: where it is, and what the pool knows of it."""
 
     index: int
     base_url: str | None
     host: str
-    clients: list[Any] = field(default_factory=list)
     in_flight: int = 0
     failures: int = 0  # transport failures in a row
     failed_requests: set[int] = field(default_factory=set)  # which requests failed in the row
