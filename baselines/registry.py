@@ -10,6 +10,7 @@ heavy imports (torch, transformers, faiss) inside their functions so that listin
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from searchtome.baselines.phases import Phases
+from searchtome.submissions.runinfo import RunReport
 
 from searchtome.errors import unknown_name
 
@@ -40,8 +42,9 @@ class RunContext:
     cache_dir: Path
     seed: int = 42
     out_dir: Path | None = None
-    # Free-form facts a baseline wants recorded in meta.json (train time, epochs, ...).
-    notes: dict[str, Any] = field(default_factory=dict)
+    # What the baseline says about its run (models, train time, epochs, ...), filled through
+    # record(); the runner writes it into meta.json (run_info.notes and the fields it lifts).
+    report: RunReport = field(default_factory=RunReport)
     # Training and prediction timed and measured apart (run_info.phases); the runner starts
     # "prediction", a baseline that trains calls start_phase("training") first, then back.
     phases: Phases = field(default_factory=Phases)
@@ -49,6 +52,11 @@ class RunContext:
     def start_phase(self, name: str) -> None:
         """From here on, time and peak memory count towards phase ``name``."""
         self.phases.start(name)
+
+    def record(self, **facts: Any) -> None:
+        """Add ``facts`` to the run's report: :class:`RunReport`'s fields, by name (a name it
+        does not have raises ``TypeError`` at once, not a silently ignored key later)."""
+        self.report = dataclasses.replace(self.report, **facts)
 
 
 def count_parameters(model: Any) -> int | None:
