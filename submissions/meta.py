@@ -18,7 +18,14 @@ from typing import Any
 
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits
 from searchtome.submissions.problems import Problem, quote
-from searchtome.submissions.runinfo import Part, RunInfo, RunReport, decode, encode
+from searchtome.submissions.runinfo import (
+    Part,
+    RunInfo,
+    RunReport,
+    all_problems,
+    decode,
+    encode,
+)
 from searchtome.submissions.schema import META_FIELDS, META_FILE, META_REQUIRED
 from searchtome.submissions.strictjson import key_lines, loads_strict, type_name, unusable
 
@@ -128,40 +135,36 @@ def read_meta(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> MetaRead:
     return (meta if isinstance(meta, dict) else None), lines, problems
 
 
+# What make_meta fills in when not given (hardware, date and versions are this machine's).
+_MADE_DEFAULTS: dict[str, Any] = {"models": [], "trained_on": [], "license": "CC-BY-4.0"}
+
+
 def make_meta(
-    system: str,
-    *,
-    description: str,
-    command: str,
-    dataset_revision: str,
-    models: list[str] | tuple[str, ...] = (),
-    trained_on: list[str] | tuple[str, ...] = (),
-    license: str = "CC-BY-4.0",
-    hardware: str | None = None,
-    date_: str | None = None,
-    **optional: Any,
+    system: str, *, description: str, command: str, dataset_revision: str, **optional: Any
 ) -> dict[str, Any]:
     """A complete ``meta.json`` object; hardware, date and package versions filled in when omitted.
 
-    ``optional`` takes the :data:`~searchtome.submissions.schema.META_OPTIONAL` fields (``url``,
-    ``config``, ``seed``, ...). Raises :class:`SearchTomeError` when the result would not pass
-    :func:`check_meta`.
+    ``optional`` takes the other fields of :data:`~searchtome.submissions.schema.META_FIELDS`
+    (``models`` and ``trained_on``, default none; ``license``, default CC-BY-4.0; ``hardware``;
+    ``date_`` for ``date``; ``url``, ``config``, ``seed``, ``run_info``, ...). Raises
+    :class:`SearchTomeError` when the result would not pass :func:`check_meta`.
     """
+    given = dict(optional)
     meta: dict[str, Any] = {
         "system": system,
         "description": description,
         "command": command,
         "dataset_revision": dataset_revision,
-        "models": list(models),
-        "trained_on": list(trained_on),
-        "license": license,
-        "hardware": hardware or describe_hardware(),
-        "date": date_ or date.today().isoformat(),
+        **_MADE_DEFAULTS,
+        "hardware": given.pop("hardware", None) or describe_hardware(),
+        "date": given.pop("date_", None) or date.today().isoformat(),
     }
+    for key in ("models", "trained_on"):
+        meta[key] = list(given.pop(key, meta[key]))
     versions = {"searchtome": __version__, "python": sys.version.split()[0]}
-    versions.update(optional.pop("versions", {}) or {})
+    versions.update(given.pop("versions", {}) or {})
     meta["versions"] = versions
-    meta.update(optional)
+    meta.update(given)
     problems = check_meta(meta, META_FILE)
     if problems:
         raise SearchTomeError("; ".join(str(p) for p in problems))
@@ -272,16 +275,20 @@ def parse_run_meta(raw: Mapping[str, Any] | RunMeta) -> RunMeta:
 def read_run_meta(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> RunMeta:
     """Read ``meta.json`` (strict JSON within ``limits``, the schema checked), typed.
 
-    Raises :class:`SearchTomeError` with the first problem, one line naming the file, the line
-    and the field (``meta.json:4: seed: expected an integer or null, got string``).
+    Raises :class:`SearchTomeError` with the first problem, one line naming the file and the
+    field (``meta.json:4: seed: expected an integer or null, got string``), a value of the wrong
+    type inside ``run_info`` included (``meta.json: run_info.seed must be ...``).
     """
     raw, _, problems = read_meta(path, limits)
-    errors = [p for p in problems if p.severity == "error"]
-    if errors or raw is None:
+    errors = [str(p) for p in problems if p.severity == "error"]
+    meta = parse_run_meta(raw) if raw is not None else None
+    if meta is not None:
+        errors += [f"{path}: {p}" for p in all_problems(meta)]
+    if errors or meta is None:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         first = errors[0] if errors else f"{path}: not a meta.json object"
         raise SearchTomeError(f"{first}{more}; fix meta.json or write it again")
-    return parse_run_meta(raw)
+    return meta
 
 
 def meta_dict(meta: RunMeta | Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from searchtome.submissions.meta import RunMeta, check_meta, meta_dict, write_meta
+from searchtome.submissions.meta import (
+    RunMeta,
+    check_meta,
+    meta_dict,
+    parse_run_meta,
+    write_meta,
+)
 from searchtome.submissions.schema import MAX_IDS, META_FILE, PREDICTION_FILES
 
 from searchtome.errors import SearchTomeError
@@ -134,5 +140,5 @@ def write_submission(
         if other != name and (out / other).exists():
             (out / other).unlink()
     write_meta(out / META_FILE, raw)
-    log.info("wrote submission %s (%d queries) to %s", raw.get("system"), len(run), out)
+    log.info("wrote submission %s (%d queries) to %s", parse_run_meta(raw).system, len(run), out)
     return out
