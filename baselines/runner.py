@@ -289,12 +289,13 @@ def execute(
     run = measured.run
     check_run(run, dataset, split, free_form=getattr(cfg, "free_form", False))
     facts = DatasetFacts.from_dict(dataset_facts(dataset))
-    info = _run_info(name, RunOptions(split, config, overrides, seed), measured, facts)
+    # The report with absolute paths (a cached adapter's folder, ...) made portable, at any depth.
+    report = RunReport.from_dict(portable_values(measured.ctx.report.to_dict()))
+    info = _run_info(name, RunOptions(split, config, overrides, seed), measured, facts, report)
     summary = [f"wall time {measured.wall:.1f} s", f"peak RSS {info.peak_rss_mib:.0f} MiB"]
     if facts.manifest_sha256:
         summary.append(f"dataset manifest sha256 {facts.manifest_sha256}")
     summary += [f"{k}: {v}" for k, v in info.report.texts()]
-    report = measured.ctx.report
     meta = RunMeta(
         system=name,
         description=report.description or spec.summary,
@@ -342,13 +343,11 @@ def _run_spec(spec: Any, dataset: Any, split: str, cfg: Any, seed: int) -> _Meas
     return _Measured(ctx, run, wall, threads.summary(thread_choices))
 
 
-def _run_info(name: str, options: RunOptions, measured: _Measured, facts: DatasetFacts) -> RunInfo:
-    """``run_info``: the run's facts, with the report's model facts lifted out of its notes.
-
-    The report's absolute paths (a cached adapter's folder, ...) are made portable, at any depth.
-    """
+def _run_info(
+    name: str, options: RunOptions, measured: _Measured, facts: DatasetFacts, report: RunReport
+) -> RunInfo:
+    """``run_info``: the run's facts, with the report's model facts lifted out of its notes."""
     ctx = measured.ctx
-    report = RunReport.from_dict(portable_values(ctx.report.to_dict()))
     system_type = BASELINE_TYPES.get(name)
     # A lexical baseline learns nothing; others say what their model holds (None: unknown).
     parameters = report.parameters
@@ -356,7 +355,11 @@ def _run_info(name: str, options: RunOptions, measured: _Measured, facts: Datase
         parameters = 0
     memory = peak_memory(ctx.phases)
     phases = {k: Phase(**v) for k, v in ctx.phases.records.items()}
-    recorded = report.train_seconds  # the adapter's own record: every session, or the reused one
+    # The adapter's own record (every session of a resumed training, or the reused one's), else
+    # this run's training phase.
+    training = report.train_seconds
+    if training is None:
+        training = phases.get("training", Phase()).wall_s
     return RunInfo(
         system=name,
         split=options.split,
@@ -372,16 +375,14 @@ def _run_info(name: str, options: RunOptions, measured: _Measured, facts: Datase
         + "torch CPU tensors and model weights are inside it",
         # Training apart from prediction: the leaderboard's cost table shows them side by side.
         phases=phases,
-        training_wall_s=recorded
-        if recorded is not None
-        else phases.get("training", Phase()).wall_s,
+        training_wall_s=training,
         prediction_wall_s=phases.get("prediction", Phase()).wall_s,
         dataset=facts,
         n_queries=len(measured.run),
         overrides=portable_values(_overrides_dict(options.overrides)),
+        threads=measured.threads,
         # CPU model and ISA flags, and the dtype the model really ran in (null: no neural model):
         # bf16 results differ between CPU families.
-        threads=measured.threads,
         machine=cpu_facts(),
         dtype=report.dtype,
         system_type=system_type,  # the leaderboard's Type column

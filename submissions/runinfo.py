@@ -327,8 +327,9 @@ class RunReport(Part):
     rank1_empty: int | None = None
 
     def texts(self) -> list[tuple[str, str]]:
-        """(key, text) of every recorded string note, in order: ``meta.json``'s ``notes`` line."""
-        lifted = ("description",)
+        """(key, text) of every string note, in order (the lifted fields not): ``meta.json``'s
+        one-line ``notes``."""
+        lifted = ("description", "dtype")
         return [(k, v) for k, v in self.to_dict().items() if isinstance(v, str) and k not in lifted]
 
 
