@@ -134,7 +134,7 @@ def run_bm25(dataset: Any, split: str, config: BM25Config, ctx: RunContext) -> R
             order = [i for i in rank_desc(s)[: config.depth] if s[i] > 0]
             rankings[q.query_id] = tuple(leaves[i].leaf_id for i in order)
             scores[q.query_id] = tuple(float(s[i]) for i in order)
-    ctx.notes["tokenizer"] = str(analyzer)
+    ctx.record(tokenizer=str(analyzer))
     return Run(name="bm25", rankings=rankings, scores=scores)
 
 

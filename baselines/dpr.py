@@ -144,10 +144,12 @@ def run_dpr(dataset: Any, split: str, config: DPRConfig, ctx: RunContext) -> Run
             order = rank_desc(row)[: config.depth]
             rankings[q.query_id] = tuple(leaves[i].leaf_id for i in order)
             scores[q.query_id] = tuple(float(row[i]) for i in order)
-    ctx.notes["models"] = [encoder.model_label()]
-    ctx.notes["encoder"] = encoder.describe()
-    ctx.notes["dtype"] = encoder.config.dtype  # run_info.dtype: what the encoder ran in
-    ctx.notes["n_passages"] = len(all_texts)
-    ctx.notes["parameters"] = encoder.parameter_count()  # run_info.parameters
-    ctx.notes["leaf_score"] = "max over the leaf's passages"
+    ctx.record(
+        models=(encoder.model_label(),),
+        encoder=encoder.describe(),
+        dtype=encoder.config.dtype,  # run_info.dtype: what the encoder ran in
+        n_passages=len(all_texts),
+        parameters=encoder.parameter_count(),  # run_info.parameters
+        leaf_score="max over the leaf's passages",
+    )
     return Run(name="dpr", rankings=rankings, scores=scores)

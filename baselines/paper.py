@@ -153,8 +153,10 @@ def run_bm25_paper(dataset: Any, split: str, config: BM25PaperConfig, ctx: RunCo
             order = [i for i in rank_desc(s)[: config.depth] if s[i] > 0]
             rankings[q.query_id] = tuple(leaves[i].leaf_id for i in order)
             scores[q.query_id] = tuple(float(s[i]) for i in order)
-    ctx.notes["tokenizer"] = "Elasticsearch standard analyzer (UAX #29 words, lowercase)"
-    ctx.notes["similarity"] = "Lucene 9 BM25Similarity, one-byte length norms"
+    ctx.record(
+        tokenizer="Elasticsearch standard analyzer (UAX #29 words, lowercase)",
+        similarity="Lucene 9 BM25Similarity, one-byte length norms",
+    )
     return Run(name="bm25-paper", rankings=rankings, scores=scores)
 
 
@@ -199,9 +201,11 @@ def run_dpr_paper(dataset: Any, split: str, config: DPRPaperConfig, ctx: RunCont
             order = rank_desc(s)[: config.depth]
             rankings[q.query_id] = tuple(leaves[i].leaf_id for i in order)
             scores[q.query_id] = tuple(float(s[i]) for i in order)
-    ctx.notes["models"] = [encoder.model_label()]
-    ctx.notes["encoder"] = encoder.describe()
-    ctx.notes["parameters"] = encoder.parameter_count()  # run_info.parameters
-    ctx.notes["dtype"] = encoder.config.dtype
-    ctx.notes["leaf_score"] = "one vector per leaf: its first passage_max_tokens tokens"
+    ctx.record(
+        models=(encoder.model_label(),),
+        encoder=encoder.describe(),
+        parameters=encoder.parameter_count(),  # run_info.parameters
+        dtype=encoder.config.dtype,
+        leaf_score="one vector per leaf: its first passage_max_tokens tokens",
+    )
     return Run(name="dpr-paper", rankings=rankings, scores=scores)

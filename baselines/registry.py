@@ -10,12 +10,14 @@ heavy imports (torch, transformers, faiss) inside their functions so that listin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from searchtome.baselines.phases import Phases
+from searchtome.submissions.runinfo import RunReport
 
 from searchtome.limits import DEFAULT_SEED
 from searchtome.registry import Registry
@@ -51,8 +53,9 @@ class RunContext:
     cache_dir: Path
     seed: int = DEFAULT_SEED
     out_dir: Path | None = None
-    # Free-form facts a baseline wants recorded in meta.json (train time, epochs, ...).
-    notes: dict[str, Any] = field(default_factory=dict)
+    # What the baseline says about its run (models, train time, epochs, ...), filled through
+    # record(); the runner writes it into meta.json (run_info.notes and the fields it lifts).
+    report: RunReport = field(default_factory=RunReport)
     # Training and prediction timed and measured apart (run_info.phases); the runner starts
     # "prediction", a baseline that trains calls start_phase("training") first, then back.
     phases: Phases = field(default_factory=Phases)
@@ -60,6 +63,11 @@ class RunContext:
     def start_phase(self, name: str) -> None:
         """From here on, time and peak memory count towards phase ``name``."""
         self.phases.start(name)
+
+    def record(self, **facts: Any) -> None:
+        """Add ``facts`` to the run's report: :class:`RunReport`'s fields, by name (a name it
+        does not have raises ``TypeError`` at once, not a silently ignored key later)."""
+        self.report = dataclasses.replace(self.report, **facts)
 
 
 def count_parameters(model: Any) -> int | None:

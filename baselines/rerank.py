@@ -223,17 +223,22 @@ def run_rerank(dataset: Any, split: str, config: RerankConfig, ctx: RunContext) 
         order = rerank_top(fused, np.asarray([next(logits) for _ in pairs]), config.weight)
         leaves = [ranked[i] for i in order] + ranked[len(pairs) :]
         rankings[q.query_id] = tuple(leaf_ids[i] for i in leaves)
-    ctx.notes["encoder"] = encoder.describe()
+    ctx.record(encoder=encoder.describe())
     describe(ctx, tuned, time.perf_counter() - start)
-    ctx.notes["cross_encoder"] = ce.notes()
-    ctx.notes["train_seconds"] = round(tuned.report["seconds"] + ce.report["seconds"], 1)
-    ctx.notes["parameters"] = tuned.report["parameters"] + ce.report["parameters"]
-    ctx.notes["models"].append(
-        "cross-encoder from all-MiniLM-L6-v2 trained on train: " + ce.notes()["finetuned_model"]
-    )
-    ctx.notes["dtype"] = "float32"
-    ctx.notes["description"] = (
-        f"rerank: finetune-hybrid's top {config.k} leaves reordered by a MiniLM cross-encoder "
-        f"trained on the train questions (weight {config.weight} on its z-scored logit)"
+    ctx.record(
+        cross_encoder=ce.notes(),
+        train_seconds=round(tuned.report["seconds"] + ce.report["seconds"], 1),
+        parameters=tuned.report["parameters"] + ce.report["parameters"],
+        models=(
+            *(ctx.report.models or ()),
+            "cross-encoder from all-MiniLM-L6-v2 trained on train: "
+            + ce.notes()["finetuned_model"],
+        ),
+        dtype="float32",
+        description=(
+            f"rerank: finetune-hybrid's top {config.k} leaves reordered by a MiniLM "
+            f"cross-encoder trained on the train questions (weight {config.weight} on its "
+            "z-scored logit)"
+        ),
     )
     return Run(name="rerank", rankings=rankings)

@@ -21,11 +21,14 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from searchtome.baselines.phases import Phases
+from searchtome.submissions.meta import RunMeta, parse_run_meta, read_meta
+from searchtome.submissions.runinfo import DatasetFacts, Phase, RunInfo, RunReport
 
 from searchtome.config import config_record, make_config
 from searchtome.errors import SearchTomeError
@@ -121,7 +124,6 @@ def check_run(run: Any, dataset: Any, split: str, free_form: bool = False) -> No
     ``free_form`` runs (the config says so: zero-shot replies, unconstrained decoding) may name
     non-leaf nodes or nothing; those ids are kept so the scorer counts them as non-leaf / invalid.
     """
-    from searchtome.submissions import MAX_IDS
 
     expected = {q.query_id: q.book_id for q in dataset.queries(split)}
     missing = sorted(set(expected) - set(run.rankings))
@@ -207,26 +209,17 @@ def portable_setting(item: str) -> str:
     return f"{key}{sep}{portable_values(value)}" if sep else item
 
 
-def _portable_notes(notes: dict[str, Any]) -> dict[str, Any]:
-    """Notes with absolute paths (a cached adapter's folder...) made portable, at any depth."""
-    return dict(portable_values(notes))
-
-
 def check_out_dir(out_dir: Path, command: str, force: bool = False) -> None:
     """Refuse to overwrite a folder holding another run (``force`` allows it).
 
     The same run again (the same recorded command) may replace its own folder; a folder with
     files but no ``meta.json``, or a different command, is another run.
     """
-    import json
-
     if force or not out_dir.is_dir() or not any(out_dir.iterdir()):
         return
-    meta = out_dir / "meta.json"
-    try:
-        recorded = json.loads(meta.read_text(encoding="utf-8")).get("command")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
+    # Only the command is needed: a partial or stale meta.json still says which run wrote it.
+    raw, _, _ = read_meta(out_dir / "meta.json")
+    recorded = parse_run_meta(raw).command if raw is not None else None
     if recorded != command:
         shown = f"was written by: {recorded}" if recorded else "holds files that are not a run"
         raise SearchTomeError(
@@ -240,6 +233,37 @@ def _load(data: Any) -> Any:
     return data if isinstance(data, Dataset) else load(data)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run is besides the baseline and the data; defaults are ``searchtome run``'s.
+
+    ``config`` is a JSON/TOML file or a mapping; ``overrides`` ``["k1=1.2"]`` or ``{"k1": 1.2}``.
+    """
+
+    split: str = "test"
+    config: ConfigSource = None
+    overrides: Overrides = None
+    seed: int = 42
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """Where and how a run's submission is written.
+
+    ``out``: the folder (default ``runs/NAME``, :data:`RUNS_DIR`); ``command``: the command
+    recorded (default: the Python call); ``system``: the system's name (default: the folder's);
+    ``depth``: leaves kept per query (at most 100, the format's limit; the leaderboard measures
+    need 10); ``compress``: write ``predictions.jsonl.gz``; ``force``: overwrite another run.
+    """
+
+    out: str | os.PathLike[str] | None = None
+    command: str | None = None
+    system: str | None = None
+    depth: int = 100
+    compress: bool = False
+    force: bool = False
+
+
 def execute(
     name: str,
     data: Any,
@@ -247,104 +271,126 @@ def execute(
     config: ConfigSource = None,
     overrides: Overrides = None,
     seed: int = DEFAULT_SEED,
-) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+) -> tuple[Any, RunMeta, RunInfo]:
     """Run a baseline in memory; returns ``(run, meta, info)`` without writing anything.
 
-    ``meta`` follows the submission schema (``searchtome.submissions.META_REQUIRED``);
-    ``info`` is the machine-readable record of the run (wall time, peak memory, dataset
-    manifest hash, cache counts) that goes into ``meta.json`` as ``run_info``.
+    ``meta`` is the submission's ``meta.json`` (:class:`~searchtome.submissions.meta.RunMeta`);
+    ``info`` its ``run_info`` (wall time, peak memory, dataset manifest hash, the baseline's
+    report under ``notes``).
     """
     from searchtome.baselines import registry
-
-    from searchtome import threads
-    from searchtome.settings import cache_dir
 
     spec = registry.get(name)
     _check_needs(name, spec.needs)
     dataset = _load(data)
     dataset.queries(split)  # unknown split → did-you-mean
     cfg = make_config(spec.config_cls, config, overrides, baseline=name)
-    ctx = registry.RunContext(cache_dir=cache_dir("baselines", name), seed=seed)
+    measured = _run_spec(spec, dataset, split, cfg, seed)
+    run = measured.run
+    check_run(run, dataset, split, free_form=getattr(cfg, "free_form", False))
+    facts = DatasetFacts.from_dict(dataset_facts(dataset))
+    # The report with absolute paths (a cached adapter's folder, ...) made portable, at any depth.
+    report = RunReport.from_dict(portable_values(measured.ctx.report.to_dict()))
+    info = _run_info(name, RunOptions(split, config, overrides, seed), measured, facts, report)
+    summary = [f"wall time {measured.wall:.1f} s", f"peak RSS {info.peak_rss_mib:.0f} MiB"]
+    if facts.manifest_sha256:
+        summary.append(f"dataset manifest sha256 {facts.manifest_sha256}")
+    summary += [f"{k}: {v}" for k, v in info.report.texts()]
+    meta = RunMeta(
+        system=name,
+        description=report.description or spec.summary,
+        url=f"{PROJECT_URL}/blob/main/docs/{spec.doc}#{name}",
+        models=tuple(str(m) for m in report.models or ()),
+        trained_on=tuple(spec.trains_on),
+        hardware=hardware(),
+        date=datetime.now(UTC).isoformat(timespec="seconds"),
+        dataset_revision=facts.revision,
+        license="Apache-2.0",
+        command="",
+        split=split,
+        config=portable_values(config_record(cfg)),
+        seed=seed,
+        versions=versions(),
+        notes="; ".join(summary),
+        run_info=info,
+    )
+    return run, meta, info
+
+
+class _Measured(NamedTuple):
+    ctx: Any  # the RunContext: the baseline's report and the phases
+    run: Any
+    wall: float  # seconds
+    threads: dict[str, Any]  # torch threads used and why
+
+
+def _run_spec(spec: Any, dataset: Any, split: str, cfg: Any, seed: int) -> _Measured:
+    """The baseline's call, seeded, timed and its threads recorded."""
+    from searchtome.baselines import registry
+
+    from searchtome import threads
+    from searchtome.settings import cache_dir
+
+    ctx = registry.RunContext(cache_dir=cache_dir("baselines", spec.name), seed=seed)
     _seed_everything(seed)
-    log.info("running %s on %s/%s with %s", name, dataset.root, split, cfg)
+    log.info("running %s on %s/%s with %s", spec.name, dataset.root, split, cfg)
     start = time.perf_counter()
     ctx.start_phase("prediction")  # a baseline that trains switches to "training" and back
     with threads.recording() as thread_choices:
         run = spec.run(dataset, split, cfg, ctx)
     ctx.phases.finish()
     wall = time.perf_counter() - start
-    check_run(run, dataset, split, free_form=getattr(cfg, "free_form", False))
-    facts = dataset_facts(dataset)
-    notes = _portable_notes(dict(ctx.notes))
-    models = [str(m) for m in notes.pop("models", [])]
-    description = str(notes.pop("description", spec.summary))
+    return _Measured(ctx, run, wall, threads.summary(thread_choices))
+
+
+def _run_info(
+    name: str, options: RunOptions, measured: _Measured, facts: DatasetFacts, report: RunReport
+) -> RunInfo:
+    """``run_info``: the run's facts, with the report's model facts lifted out of its notes."""
+    ctx = measured.ctx
     system_type = BASELINE_TYPES.get(name)
     # A lexical baseline learns nothing; others say what their model holds (None: unknown).
-    parameters = notes.pop("parameters", 0 if system_type == "lexical" else None)
+    parameters = report.parameters
+    if parameters is None and system_type == "lexical":
+        parameters = 0
     memory = peak_memory(ctx.phases)
-    phases = ctx.phases.records
-    info = {
-        "system": name,
-        "split": split,
-        "seed": seed,
-        "wall_time_s": round(wall, 3),
-        **memory,
-        "memory_note": (
+    phases = {k: Phase(**v) for k, v in ctx.phases.records.items()}
+    # The adapter's own record (every session of a resumed training, or the reused one's), else
+    # this run's training phase.
+    training = report.train_seconds
+    if training is None:
+        training = phases.get("training", Phase()).wall_s
+    return RunInfo(
+        system=name,
+        split=options.split,
+        seed=options.seed,
+        wall_time_s=round(measured.wall, 3),
+        peak_rss_mib=memory["peak_rss_mib"],
+        peak_gpu_mib=memory.get("peak_gpu_mib"),
+        memory_note=(
             "peak_rss_mib is this run's RSS high-water mark (reset at each phase's start), "
             if ctx.phases.scope == "phase"
             else "peak_rss_mib is the process's RSS high-water mark (getrusage ru_maxrss), "
         )
         + "torch CPU tensors and model weights are inside it",
         # Training apart from prediction: the leaderboard's cost table shows them side by side.
-        "phases": phases,
-        "training_wall_s": _training_seconds(notes, phases),
-        "prediction_wall_s": phases.get("prediction", {}).get("wall_s"),
-        "dataset": facts,
-        "n_queries": len(run),
-        "overrides": portable_values(_overrides_dict(overrides)),
-        "threads": threads.summary(thread_choices),  # torch threads used and why
-        # CPU model and ISA flags, and the dtype the model really ran in (a neural baseline
-        # says so in its notes; null: no neural model): bf16 results differ between CPU families.
-        "machine": cpu_facts(),
-        "dtype": notes.pop("dtype", None),
-        "system_type": system_type,  # the leaderboard's Type column
-        "parameters": parameters,
-        "notes": notes,
-    }
-    if "parameters" in notes:  # a trained model's size, for the leaderboard's cost table
-        info["parameters"] = notes.pop("parameters")
-    summary = [f"wall time {wall:.1f} s", f"peak RSS {memory['peak_rss_mib']:.0f} MiB"]
-    if facts["manifest_sha256"]:
-        summary.append(f"dataset manifest sha256 {facts['manifest_sha256']}")
-    summary += [f"{k}: {v}" for k, v in notes.items() if isinstance(v, str)]
-    meta = {
-        "system": name,
-        "description": description,
-        "url": f"{PROJECT_URL}/blob/main/docs/{spec.doc}#{name}",
-        "models": models,
-        "trained_on": list(spec.trains_on),
-        "hardware": hardware(),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "dataset_revision": facts["revision"],
-        "license": "Apache-2.0",
-        "command": "",
-        "split": split,
-        "config": portable_values(config_record(cfg)),
-        "seed": seed,
-        "versions": versions(),
-        "notes": "; ".join(summary),
-        "run_info": info,
-    }
-    return run, meta, info
-
-
-def _training_seconds(notes: Mapping[str, Any], phases: Mapping[str, Any]) -> float | None:
-    """The training's wall time: the adapter's own record (every session of a resumed training,
-    and the original training when this run reused the adapter), else this run's training phase."""
-    recorded = notes.get("train_seconds")
-    if isinstance(recorded, int | float) and not isinstance(recorded, bool):
-        return float(recorded)
-    return phases.get("training", {}).get("wall_s")
+        phases=phases,
+        training_wall_s=training,
+        prediction_wall_s=phases.get("prediction", Phase()).wall_s,
+        dataset=facts,
+        n_queries=len(measured.run),
+        overrides=portable_values(_overrides_dict(options.overrides)),
+        threads=measured.threads,
+        # CPU model and ISA flags, and the dtype the model really ran in (null: no neural model):
+        # bf16 results differ between CPU families.
+        machine=cpu_facts(),
+        dtype=report.dtype,
+        system_type=system_type,  # the leaderboard's Type column
+        parameters=parameters,
+        notes=dataclasses.replace(
+            report, models=None, description=None, parameters=None, dtype=None
+        ),
+    )
 
 
 def _overrides_dict(overrides: Overrides) -> dict[str, Any]:
@@ -359,76 +405,75 @@ def _overrides_dict(overrides: Overrides) -> dict[str, Any]:
 def run_baseline(
     name: str,
     data: Any,
-    split: str = "test",
-    config: ConfigSource = None,
-    out: str | os.PathLike[str] | None = None,
-    overrides: Overrides = None,
-    seed: int = DEFAULT_SEED,
-    command: str | None = None,
-    system: str | None = None,
-    depth: int = MAX_IDS,
-    compress: bool = False,
-    force: bool = False,
+    options: RunOptions | None = None,
+    output: OutputOptions | None = None,
 ) -> Path:
     """Run baseline ``name`` on ``data`` and write its submission; returns the folder.
 
-    ``depth`` keeps that many leaves per query (at most ``MAX_IDS``, the format's limit; the
-    leaderboard measures need 10); ``compress`` writes ``predictions.jsonl.gz``.
-
-    ``data`` is a dataset folder or a loaded :class:`~searchtome.dataset.Dataset`; ``config`` a
-    JSON/TOML file or a mapping; ``overrides`` ``["k1=1.2"]`` or ``{"k1": 1.2}``. The folder
-    (default ``runs/NAME``, :data:`RUNS_DIR`; never the committed ``submissions/``; a folder holding
-    another run is refused unless ``force``) gets ``predictions.jsonl`` and ``meta.json`` (with the
-    run's facts under ``run_info``); the system is named after the folder unless ``system`` is
-    given, so variants of one baseline can sit side by side on a leaderboard.
+    ``data`` is a dataset folder or a loaded :class:`~searchtome.dataset.Dataset`. The folder
+    (``output.out``, default ``runs/NAME``; never the committed ``submissions/``; a folder
+    holding another run is refused unless ``output.force``) gets the predictions and
+    ``meta.json`` (with the run's facts under ``run_info``); the system is named after the
+    folder unless ``output.system`` is given, so variants of one baseline can sit side by side
+    on a leaderboard.
     """
     from searchtome.submissions import MAX_IDS, write_submission
 
-    if not 1 <= depth <= MAX_IDS:
-        raise SearchTomeError(f"--depth must be between 1 and {MAX_IDS}, not {depth}")
-    out_dir = Path(out) if out is not None else Path(RUNS_DIR) / name
-    command = command or _python_call(name, data, split, config, overrides, seed)
-    check_out_dir(out_dir, command, force)  # before the run, which may take hours
-    run, meta, info = execute(name, data, split, config, overrides, seed)
-    if depth < MAX_IDS:
-        run = dataclasses.replace(
-            run,
-            rankings={q: ids[:depth] for q, ids in run.rankings.items()},
-            scores=None if run.scores is None else {q: v[:depth] for q, v in run.scores.items()},
-        )
-        info["depth"] = depth
-        # A baseline's own `depth` (how many it ranked) would otherwise contradict `--depth`.
-        if isinstance(meta["config"].get("depth"), int):
-            meta["config"]["depth"] = min(meta["config"]["depth"], depth)
-    system = system or out_dir.resolve().name
+    options, output = options or RunOptions(), output or OutputOptions()
+    if not 1 <= output.depth <= MAX_IDS:
+        raise SearchTomeError(f"--depth must be between 1 and {MAX_IDS}, not {output.depth}")
+    out_dir = Path(output.out) if output.out is not None else Path(RUNS_DIR) / name
+    command = output.command or _python_call(name, data, options)
+    check_out_dir(out_dir, command, output.force)  # before the run, which may take hours
+    o = options
+    run, meta, _ = execute(name, data, o.split, o.config, o.overrides, o.seed)
+    if output.depth < MAX_IDS:
+        run, meta = _cut(run, meta, output.depth)
+    system = output.system or out_dir.resolve().name
+    description = meta.description
     if system != name:
         run = dataclasses.replace(run, name=system)
-        meta["description"] = f"{meta['description']} (variant of baseline {name!r})"
-    meta["system"] = info["system"] = system
-    info["baseline"] = name
-    meta["command"] = command
+        description = f"{description} (variant of baseline {name!r})"
+    info = dataclasses.replace(meta.info, system=system, baseline=name)
+    meta = dataclasses.replace(
+        meta, system=system, description=description, command=command, run_info=info
+    )
     from searchtome.baselines.generative.parallel import barrier, is_main
 
     if not is_main():  # under `accelerate launch` every rank holds the whole run; one writes
         barrier()
         return out_dir
-    path = Path(write_submission(out_dir, run, meta, compress=compress))
-    log.info("wrote %s (%d queries, %.1f s)", path, len(run), info["wall_time_s"])
+    path = Path(write_submission(out_dir, run, meta, compress=output.compress))
+    log.info("wrote %s (%d queries, %.1f s)", path, len(run), info.wall_time_s or 0.0)
     barrier()
     return path
 
 
-def _python_call(
-    name: str, data: Any, split: str, config: ConfigSource, overrides: Overrides, seed: int
-) -> str:
+def _cut(run: Any, meta: RunMeta, depth: int) -> tuple[Any, RunMeta]:
+    """The run cut to ``depth`` leaves per query, and ``meta.json`` saying so."""
+    run = dataclasses.replace(
+        run,
+        rankings={q: ids[:depth] for q, ids in run.rankings.items()},
+        scores=None if run.scores is None else {q: v[:depth] for q, v in run.scores.items()},
+    )
+    config = dict(meta.config or {})
+    # A baseline's own `depth` (how many it ranked) would otherwise contradict `--depth`.
+    if isinstance(config.get("depth"), int):
+        config["depth"] = min(config["depth"], depth)
+    info = dataclasses.replace(meta.info, depth=depth)
+    return run, dataclasses.replace(meta, config=config, run_info=info)
+
+
+def _python_call(name: str, data: Any, options: RunOptions) -> str:
     from searchtome.dataset import Dataset
 
     data_text = portable_path(data.root if isinstance(data, Dataset) else str(data), "<DATA>")
+    config = options.config
     if isinstance(config, str | os.PathLike):
         config = portable_path(config, "<CONFIG>")
     return (
-        f"run_baseline({name!r}, {data_text!r}, split={split!r}, config={config!r}, "
-        f"overrides={portable_values(overrides)!r}, seed={seed})"
+        f"run_baseline({name!r}, {data_text!r}, split={options.split!r}, config={config!r}, "
+        f"overrides={portable_values(options.overrides)!r}, seed={options.seed})"
     )
 
 

@@ -22,7 +22,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from searchtome.baselines.runner import run_baseline
+from searchtome.baselines.runner import OutputOptions, RunOptions, run_baseline
 from searchtome.leaderboard import score_runs
 from searchtome.submissions import read_submission
 
@@ -46,12 +46,8 @@ def run_seeds(demo: Path, seeds: list[int], out: Path, threads: int) -> dict[str
             folder = run_baseline(
                 system,
                 dataset,
-                split="test",
-                out=out / f"{system}-seed{seed}",
-                overrides={**overrides[system], "threads": threads},
-                seed=seed,
-                depth=10,
-                force=True,
+                RunOptions("test", overrides={**overrides[system], "threads": threads}, seed=seed),
+                OutputOptions(out=out / f"{system}-seed{seed}", depth=10, force=True),
             )
             board = score_runs(
                 [read_submission(folder)], data=dataset, split="test", measures=list(MEASURES[:3])

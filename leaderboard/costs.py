@@ -1,8 +1,9 @@
 """What each run cost, read from its ``meta.json``: training and prediction time and peak memory
 apart, the whole run's, model size, hardware.
 
-``run_info`` is free-form (the baseline runner writes it; other submitters may not), so every
-field is optional and a value of the wrong type is treated as absent rather than shown wrongly.
+Read through :class:`~searchtome.submissions.meta.RunMeta`: ``run_info`` is open to submitters,
+so every field is optional and a value of the wrong type (or a negative or non-finite number)
+is treated as absent rather than shown wrongly.
 """
 
 from __future__ import annotations
@@ -13,16 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchtome.leaderboard.text import term_text
-
-# run_info key → Cost field; the runner writes these (``parameters`` too, and submitters may).
-RUN_INFO_KEYS = {
-    "wall_time_s": "wall_time_s",
-    "peak_rss_mib": "peak_rss_mib",
-    "peak_gpu_mib": "peak_gpu_mib",
-    "parameters": "parameters",
-    "training_wall_s": "training_s",
-    "prediction_wall_s": "prediction_s",
-}
+from searchtome.submissions.meta import RunMeta, parse_run_meta
 
 
 def _number(value: Any) -> float | None:
@@ -34,10 +26,6 @@ def _number(value: Any) -> float | None:
     except OverflowError:
         return None
     return number if math.isfinite(number) and number >= 0 else None
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass(frozen=True)
@@ -59,28 +47,29 @@ class Cost:
     reused_training: bool = False  # the adapter was trained by another run and loaded here
 
     @classmethod
-    def from_meta(cls, meta: Mapping[str, Any]) -> Cost:
-        info = _mapping(meta.get("run_info"))
-        notes = _mapping(info.get("notes"))
-        phases = _mapping(info.get("phases"))
-        values = {field: _number(info.get(key)) for key, field in RUN_INFO_KEYS.items()}
-        if values["training_s"] is None:
-            values["training_s"] = _number(notes.get("train_seconds"))
-        if values["prediction_s"] is None:
-            values["prediction_s"] = _number(notes.get("predict_seconds"))
-        if values["prediction_s"] is None and values["training_s"] is None:
-            values["prediction_s"] = values["wall_time_s"]  # nothing trained: all predicting
-        hardware = meta.get("hardware")
+    def from_meta(cls, meta: RunMeta | Mapping[str, Any]) -> Cost:
+        doc = parse_run_meta(meta)
+        info = doc.info  # a version-1 run's times come from its notes (the upgrade fills them)
+        training_s = _number(info.training_wall_s)
+        prediction_s = _number(info.prediction_wall_s)
+        wall = _number(info.wall_time_s)
+        if prediction_s is None and training_s is None:
+            prediction_s = wall  # nothing trained: all predicting
         return cls(
-            **values,
-            hardware=hardware if isinstance(hardware, str) and hardware else None,
-            training_rss_mib=_number(_mapping(phases.get("training")).get("peak_rss_mib")),
-            prediction_rss_mib=_number(_mapping(phases.get("prediction")).get("peak_rss_mib")),
-            reused_training=notes.get("adapter_reused") is True,
+            wall_time_s=wall,
+            peak_rss_mib=_number(info.peak_rss_mib),
+            peak_gpu_mib=_number(info.peak_gpu_mib),
+            parameters=_number(info.parameters),
+            hardware=doc.hardware or None,
+            training_s=training_s,
+            prediction_s=prediction_s,
+            training_rss_mib=_number(info.phase("training").peak_rss_mib),
+            prediction_rss_mib=_number(info.phase("prediction").peak_rss_mib),
+            reused_training=info.report.adapter_reused is True,
         )
 
 
-def cost_text(systems: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+def cost_text(systems: Sequence[tuple[str, RunMeta | Mapping[str, Any]]]) -> str:
     """The cost table for a terminal: training and prediction apart, per system."""
     header = ["System", "Training", "Prediction", "Train peak", "Predict peak", "Run peak"]
     rows = []

@@ -12,7 +12,6 @@ build with the file and the field, since a curve drawn from half-read rows would
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,13 @@ from typing import Any
 from searchtome.leaderboard.costs import fmt_seconds
 from searchtome.leaderboard.results import Entry, LearningCurve, curve_groups
 from searchtome.leaderboard.text import md_escape, percent
+from searchtome.submissions.meta import RunMeta, parse_run_meta
+from searchtome.submissions.runinfo import HISTORY_FIELD as TRAINING_FIELD
 from searchtome.submissions.schema import META_FILE
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
 
-TRAINING_FIELD = "run_info.notes.training"
 CURVES_HEADING = "Learning curves (dev R@1 %, per epoch)"
 NOT_EVALUATED = "–"  # a table cell for an epoch without a dev evaluation
 TABLE_NOTE = (
@@ -34,79 +34,47 @@ TABLE_NOTE = (
 )
 
 
-def _notes(meta: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``run_info.notes``: free-form, so anything but a mapping counts as nothing recorded."""
-    info = meta.get("run_info")
-    notes = info.get("notes") if isinstance(info, Mapping) else None
-    return notes if isinstance(notes, Mapping) else {}
+def _fail(where: str, problem: str) -> SearchTomeError:
+    return SearchTomeError(f"{where}: {problem}")
 
 
-def _fail(where: str, field: str, problem: str) -> SearchTomeError:
-    return SearchTomeError(f"{where}: {TRAINING_FIELD}.{field} {problem}")
+# The training fields a curve is drawn from: a value of the wrong type in one of them stops it.
+_CURVE_FIELDS = tuple(f"{TRAINING_FIELD}.{f}" for f in ("history", "best_epoch", "dev_queries"))
 
 
-def _integer(value: Any, where: str, field: str, *, required: bool = False) -> int | None:
-    """A whole number (bools are not), None when absent and allowed to be."""
-    if value is None and not required:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(where, field, f"must be a whole number, not {value!r}")
-    return value
-
-
-def _real(value: Any, where: str, field: str) -> float | None:
-    """A finite number or None (not recorded for that epoch)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _fail(where, field, f"must be a finite number or null, not {value!r}")
-    return float(value)
-
-
-def _rows(history: Any, where: str) -> list[Mapping[str, Any]]:
-    """The history's rows, checked: a list of objects whose epochs are numbers that increase."""
-    if not isinstance(history, list):
-        raise _fail(where, "history", f"must be a list of epochs, not {type(history).__name__}")
-    last = 0
-    for i, row in enumerate(history):
-        field = f"history[{i}]"
-        if not isinstance(row, Mapping):
-            raise _fail(where, field, f"must be an object, not {type(row).__name__}")
-        epoch = _integer(row.get("epoch"), where, f"{field}.epoch", required=True)
-        assert epoch is not None  # required=True
-        if epoch <= last:  # epochs count from 1; a table row per epoch needs each once
-            bound = f"the previous epoch ({last})" if i else "0"
-            raise _fail(where, f"{field}.epoch", f"must exceed {bound}, not {epoch}")
-        last = epoch
-    return history
-
-
-def curve_from_meta(system: str, meta: Mapping[str, Any], where: str) -> LearningCurve | None:
+def curve_from_meta(
+    system: str, meta: RunMeta | Mapping[str, Any], where: str
+) -> LearningCurve | None:
     """One system's curve, None without a history; ``where`` names the file in errors."""
-    notes = _notes(meta)
-    training = notes.get("training")
-    if not isinstance(training, Mapping) or training.get("history", []) == []:
-        return None  # not a trained run, or one that recorded no epoch
-    rows = _rows(training["history"], where)
-    per_epoch = {
-        key: [_real(row.get(key), where, f"history[{i}].{key}") for i, row in enumerate(rows)]
-        for key in ("dev_r1", "train_loss", "seconds")
-    }
-    stopped, adapter = training.get("stopped"), notes.get("adapter")
-    config = meta.get("config")
-    decode = config.get("dev_decode") if isinstance(config, Mapping) else None
+    doc = parse_run_meta(meta)
+    notes = doc.report
+    training = notes.training
+    if training is None:
+        return None  # not a trained run, or free-form notes that are not a training report
+    problems = [p for p in training.problems if p.startswith(_CURVE_FIELDS)]
+    history_problem = any(p.startswith(_CURVE_FIELDS[0]) for p in problems)
+    if not training.history and not history_problem:
+        return None  # a training that recorded no epoch
+    if problems:
+        raise _fail(where, problems[0])
+    rows = training.history or ()
+    decode = (doc.config or {}).get("dev_decode")  # the baseline's own config
     return LearningCurve(
         system=system,
-        epochs=[int(row["epoch"]) for row in rows],
-        dev_r1=per_epoch["dev_r1"],
-        train_loss=per_epoch["train_loss"],
-        seconds=per_epoch["seconds"],
-        best_epoch=_integer(training.get("best_epoch"), where, "best_epoch"),
-        dev_queries=_integer(training.get("dev_queries"), where, "dev_queries"),
-        stopped=stopped if isinstance(stopped, str) else "",
-        adapter=adapter if isinstance(adapter, str) else "",
+        epochs=[row.epoch for row in rows],
+        dev_r1=[_real(row.dev_r1) for row in rows],
+        train_loss=[_real(row.train_loss) for row in rows],
+        seconds=[_real(row.seconds) for row in rows],
+        best_epoch=training.best_epoch,
+        dev_queries=training.dev_queries,
+        stopped=training.stopped or "",
+        adapter=notes.adapter or "",
         dev_decode=decode if isinstance(decode, str) else "",
     )
+
+
+def _real(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def learning_curves(entries: Sequence[Entry], root: PathLike = "") -> dict[str, LearningCurve]:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from searchtome.leaderboard.costs import Cost
+from searchtome.submissions.meta import RunMeta, parse_run_meta
 
 from searchtome.records import BASELINE_TYPES, SYSTEM_TYPES
 
@@ -29,14 +30,13 @@ _FIRST = (
 )  # fmt: skip
 
 
-def _run_info(meta: Mapping[str, Any]) -> Mapping[str, Any]:
-    info = meta.get("run_info")
-    return info if isinstance(info, Mapping) else {}
-
-
-def type_problem(meta: Mapping[str, Any]) -> str | None:
+def type_problem(meta: RunMeta | Mapping[str, Any]) -> str | None:
     """Why ``run_info.system_type`` is unusable, or None (absent or one of the five)."""
-    value = _run_info(meta).get("system_type")
+    info = parse_run_meta(meta).info
+    wrong = [p for p in info.problems if p.startswith("run_info.system_type ")]
+    if wrong:
+        return wrong[0].removeprefix("run_info.system_type ")
+    value = info.system_type
     if value is None or value in SYSTEM_TYPES:
         return None
     return f"{value!r} is not a system type; use one of {', '.join(SYSTEM_TYPES)}"
@@ -52,22 +52,20 @@ class SystemCard:
     url: str  # "" unless an http(s) URL
 
     @classmethod
-    def from_meta(cls, meta: Mapping[str, Any]) -> SystemCard:
-        info = _run_info(meta)
-        kind = info.get("system_type")
+    def from_meta(cls, meta: RunMeta | Mapping[str, Any]) -> SystemCard:
+        doc = parse_run_meta(meta)
+        info = doc.info
+        kind = info.system_type
         if kind not in SYSTEM_TYPES:
-            baseline = info.get("baseline")
-            kind = BASELINE_TYPES.get(baseline, "") if isinstance(baseline, str) else ""
-        url = meta.get("url")
-        ok_url = isinstance(url, str) and url.lower().startswith(("http://", "https://"))
-        date = meta.get("date")
+            kind = BASELINE_TYPES.get(info.baseline or "", "")
+        url = doc.url or ""
         return cls(
-            system_type=kind,
-            model=_listed(meta.get("models")),
-            parameters=Cost.from_meta(meta).parameters,
-            trained_on=_listed(meta.get("trained_on")),
-            date=date[:10] if isinstance(date, str) else "",  # the day of an ISO timestamp
-            url=url if ok_url else "",
+            system_type=kind or "",
+            model=_listed(doc.models),
+            parameters=Cost.from_meta(doc).parameters,
+            trained_on=_listed(doc.trained_on),
+            date=(doc.date or "")[:10],  # the day of an ISO timestamp
+            url=url if url.lower().startswith(("http://", "https://")) else "",
         )
 
     @property
@@ -89,10 +87,11 @@ class SystemCard:
         return dict(self.__dict__)
 
 
-def _listed(value: Any) -> str:
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "none"
-    return str(value) if isinstance(value, str) else ""
+def _listed(values: tuple[str, ...] | None) -> str:
+    """A list field for a cell: its items joined, ``none`` for an empty list, "" when absent."""
+    if values is None:
+        return ""
+    return ", ".join(values) or "none"
 
 
 def palette(systems: Sequence[str]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""``meta.json``: reading it defensively, checking its fields, and making a complete one.
+"""``meta.json``: the typed document (:class:`RunMeta`), its one reader and one writer, its checks.
 
 The fields and their JSON types are in :data:`~searchtome.submissions.schema.META_REQUIRED` and
 :data:`~searchtome.submissions.schema.META_OPTIONAL`; problems name the line of the key.
@@ -6,22 +6,33 @@ The fields and their JSON types are in :data:`~searchtome.submissions.schema.MET
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits
 from searchtome.submissions.problems import Problem, quote
+from searchtome.submissions.runinfo import (
+    Part,
+    RunInfo,
+    RunReport,
+    all_problems,
+    decode,
+    encode,
+)
 from searchtome.submissions.schema import META_FIELDS, META_FILE, META_REQUIRED
 from searchtome.submissions.strictjson import key_lines, loads_strict, type_name, unusable
 
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import hardware as describe_hardware
-from searchtome.io import PathLike
+from searchtome.io import PathLike, atomic_write, dumps
+from searchtome.records import BASELINE_TYPES
 from searchtome.version import __version__
 
 # JSON type name (as written in the schema) -> check(value, required).
@@ -124,41 +135,178 @@ def read_meta(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> MetaRead:
     return (meta if isinstance(meta, dict) else None), lines, problems
 
 
+# What make_meta fills in when not given (hardware, date and versions are this machine's).
+_MADE_DEFAULTS: dict[str, Any] = {"models": [], "trained_on": [], "license": "CC-BY-4.0"}
+
+
 def make_meta(
-    system: str,
-    *,
-    description: str,
-    command: str,
-    dataset_revision: str,
-    models: list[str] | tuple[str, ...] = (),
-    trained_on: list[str] | tuple[str, ...] = (),
-    license: str = "CC-BY-4.0",
-    hardware: str | None = None,
-    date_: str | None = None,
-    **optional: Any,
+    system: str, *, description: str, command: str, dataset_revision: str, **optional: Any
 ) -> dict[str, Any]:
     """A complete ``meta.json`` object; hardware, date and package versions filled in when omitted.
 
-    ``optional`` takes the :data:`~searchtome.submissions.schema.META_OPTIONAL` fields (``url``,
-    ``config``, ``seed``, ...). Raises :class:`SearchTomeError` when the result would not pass
-    :func:`check_meta`.
+    ``optional`` takes the other fields of :data:`~searchtome.submissions.schema.META_FIELDS`
+    (``models`` and ``trained_on``, default none; ``license``, default CC-BY-4.0; ``hardware``;
+    ``date_`` for ``date``; ``url``, ``config``, ``seed``, ``run_info``, ...). Raises
+    :class:`SearchTomeError` when the result would not pass :func:`check_meta`.
     """
+    given = dict(optional)
     meta: dict[str, Any] = {
         "system": system,
         "description": description,
         "command": command,
         "dataset_revision": dataset_revision,
-        "models": list(models),
-        "trained_on": list(trained_on),
-        "license": license,
-        "hardware": hardware or describe_hardware(),
-        "date": date_ or date.today().isoformat(),
+        **_MADE_DEFAULTS,
+        "hardware": given.pop("hardware", None) or describe_hardware(),
+        "date": given.pop("date_", None) or date.today().isoformat(),
     }
+    for key in ("models", "trained_on"):
+        meta[key] = list(given.pop(key, meta[key]))
     versions = {"searchtome": __version__, "python": sys.version.split()[0]}
-    versions.update(optional.pop("versions", {}) or {})
+    versions.update(given.pop("versions", {}) or {})
     meta["versions"] = versions
-    meta.update(optional)
+    meta.update(given)
     problems = check_meta(meta, META_FILE)
     if problems:
         raise SearchTomeError("; ".join(str(p) for p in problems))
     return meta
+
+
+# -- the typed document ----------------------------------------------------------------------
+
+# The shape this code writes. meta.json has no version key (its fields are a closed list, and
+# a new one would change every committed file), so a file's version is told from its shape.
+META_VERSION = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunMeta(Part):
+    """``meta.json`` typed: the schema's fields (:data:`META_FIELDS`) and :class:`RunInfo`.
+
+    Read with :func:`parse_run_meta` (a mapping) or :func:`read_run_meta` (a file), written with
+    :func:`meta_text` / :func:`write_meta`; a document read from a file is written back as the
+    same bytes (keys sorted, as :func:`searchtome.io.dumps` writes every JSON file).
+    """
+
+    version: int = META_VERSION
+    read_version: int = META_VERSION  # the shape the file had (see :func:`shape_version`)
+    system: str | None = None
+    description: str | None = None
+    models: tuple[str, ...] | None = None
+    trained_on: tuple[str, ...] | None = None
+    hardware: str | None = None
+    date: str | None = None
+    dataset_revision: str | None = None
+    license: str | None = None
+    command: str | None = None
+    url: str | None = None
+    config: Mapping[str, Any] | None = None
+    versions: Mapping[str, Any] | None = None
+    seed: int | None = None
+    split: str | None = None
+    notes: str | None = None
+    run_info: RunInfo | None = None
+
+    @property
+    def info(self) -> RunInfo:
+        """``run_info`` (an empty record when the submission gave none)."""
+        return self.run_info if self.run_info is not None else RunInfo(null_keys=frozenset())
+
+    @property
+    def report(self) -> RunReport:
+        """``run_info.notes``: what the baseline recorded about its run."""
+        return self.info.report
+
+
+def shape_version(raw: Mapping[str, Any]) -> int:
+    """The version of a ``meta.json`` object, from its shape.
+
+    1: ``run_info`` without ``phases``: written before the runner timed training and prediction
+    apart; their times are in ``notes.train_seconds`` / ``notes.predict_seconds`` and the system
+    type only in ``baseline``. 2: ``phases``, ``training_wall_s``, ``prediction_wall_s``,
+    ``system_type`` and ``parameters`` recorded (a submission without ``run_info`` is current).
+    """
+    info = raw.get("run_info")
+    return 1 if isinstance(info, Mapping) and "phases" not in info else META_VERSION
+
+
+def _upgrade_from_1(info: RunInfo) -> RunInfo:
+    """Version 1 → 2: the fields version 2 records, filled from where version 1 kept them.
+
+    Marked ``derived``: read like recorded ones, never written, so the file stays as it was.
+    """
+    notes = info.report
+    filled: dict[str, Any] = {}
+    if info.training_wall_s is None and notes.train_seconds is not None:
+        filled["training_wall_s"] = notes.train_seconds
+    if info.prediction_wall_s is None and notes.predict_seconds is not None:
+        filled["prediction_wall_s"] = notes.predict_seconds
+    if info.system_type is None and info.baseline in BASELINE_TYPES:
+        filled["system_type"] = BASELINE_TYPES[str(info.baseline)]
+    return dataclasses.replace(info, **filled, derived=info.derived | set(filled))
+
+
+_UPGRADES: dict[int, Callable[[RunInfo], RunInfo]] = {1: _upgrade_from_1}
+
+
+def upgrade(meta: RunMeta) -> RunMeta:
+    """``meta`` at :data:`META_VERSION`, one step per version."""
+    info = meta.run_info
+    version = meta.version
+    while version < META_VERSION:
+        if info is not None:
+            info = _UPGRADES[version](info)
+        version += 1
+    return dataclasses.replace(meta, run_info=info, version=version)
+
+
+def parse_run_meta(raw: Mapping[str, Any] | RunMeta) -> RunMeta:
+    """A ``meta.json`` object typed and upgraded; never raises on content.
+
+    For readers of checked submissions (the leaderboard) and of partial objects: a value of the
+    wrong type reads as not recorded and is listed in the part's ``problems``.
+    """
+    if isinstance(raw, RunMeta):
+        return raw
+    version = shape_version(raw)
+    meta = decode(RunMeta, raw)
+    return upgrade(dataclasses.replace(meta, version=version, read_version=version))
+
+
+def read_run_meta(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> RunMeta:
+    """Read ``meta.json`` (strict JSON within ``limits``, the schema checked), typed.
+
+    Raises :class:`SearchTomeError` with the first problem, one line naming the file and the
+    field (``meta.json:4: seed: expected an integer or null, got string``), a value of the wrong
+    type inside ``run_info`` included (``meta.json: run_info.seed must be ...``).
+    """
+    raw, _, problems = read_meta(path, limits)
+    errors = [str(p) for p in problems if p.severity == "error"]
+    meta = parse_run_meta(raw) if raw is not None else None
+    if meta is not None:
+        errors += [f"{path}: {p}" for p in all_problems(meta)]
+    if errors or meta is None:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        first = errors[0] if errors else f"{path}: not a meta.json object"
+        raise SearchTomeError(f"{first}{more}; fix meta.json or write it again")
+    return meta
+
+
+def meta_dict(meta: RunMeta | Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON object of a document (a mapping is taken as one)."""
+    return encode(meta) if isinstance(meta, RunMeta) else dict(meta)
+
+
+def meta_text(meta: RunMeta | Mapping[str, Any]) -> str:
+    """``meta.json``'s text: the one way it is written (sorted keys, two-space indent)."""
+    return dumps(meta_dict(meta))
+
+
+def write_meta(path: PathLike, meta: RunMeta | Mapping[str, Any]) -> Path:
+    """Check and write ``meta.json`` atomically; a bad document writes nothing."""
+    raw = meta_dict(meta)
+    problems = check_meta(raw, str(path))
+    if problems:
+        raise SearchTomeError("; ".join(str(p) for p in problems))
+    with atomic_write(path) as fh:
+        fh.write(dumps(raw))
+    return Path(path)

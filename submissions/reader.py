@@ -14,7 +14,7 @@ from typing import Any
 
 from searchtome.submissions.jsonl import parse_jsonl
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
-from searchtome.submissions.meta import read_meta
+from searchtome.submissions.meta import RunMeta, parse_run_meta, read_meta
 from searchtome.submissions.problems import Predictions, Problem, ProblemLog, counts_of, quote
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES, RunFormat
 from searchtome.submissions.trec import looks_like_trec, parse_trec
@@ -100,10 +100,14 @@ class SubmissionFiles:
     default_name: str | None
 
     @property
+    def document(self) -> RunMeta:
+        """``meta.json`` typed (fields of the wrong type read as not given)."""
+        return parse_run_meta(self.meta)
+
+    @property
     def system(self) -> str | None:
         """The name ``meta.json`` gives, when it gives a usable one."""
-        named = self.meta.get("system")
-        return named if isinstance(named, str) and named else None
+        return self.document.system or None
 
     def name_warnings(self) -> list[Problem]:
         """``meta.json`` naming a system other than its folder."""

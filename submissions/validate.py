@@ -428,11 +428,10 @@ def _missing_problem(
 
 def _meta_warnings(files: SubmissionFiles, path: Path, split: str) -> list[Problem]:
     """Training on the scored split, and a ``split`` field naming another split."""
-    meta = files.meta
+    meta = files.document
     shown = str(files.meta_path) if files.meta_path else str(path)
     problems = []
-    trained = meta.get("trained_on")
-    if isinstance(trained, list) and split in trained:
+    if split in (meta.trained_on or ()):
         problems.append(
             Problem(
                 shown,
@@ -443,8 +442,8 @@ def _meta_warnings(files: SubmissionFiles, path: Path, split: str) -> list[Probl
                 "warning",
             )
         )
-    meta_split = meta.get("split")
-    if isinstance(meta_split, str) and meta_split != split:
+    meta_split = meta.split
+    if meta_split is not None and meta_split != split:
         problems.append(
             Problem(
                 shown,

@@ -14,11 +14,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from searchtome.submissions.meta import check_meta
+from searchtome.submissions.meta import (
+    RunMeta,
+    check_meta,
+    meta_dict,
+    parse_run_meta,
+    write_meta,
+)
 from searchtome.submissions.schema import MAX_IDS, META_FILE, PREDICTION_FILES
 
 from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, atomic_write, dumps
+from searchtome.io import PathLike, atomic_write
 from searchtome.metrics.ties import order_by_score
 from searchtome.records import Run
 
@@ -108,17 +114,23 @@ def write_trec(path: PathLike, run: Run, tag: str | None = None) -> Path:
 
 
 def write_submission(
-    out_dir: PathLike, run: Run, meta: Mapping[str, Any], *, compress: bool = False
+    out_dir: PathLike,
+    run: Run,
+    meta: RunMeta | Mapping[str, Any],
+    *,
+    compress: bool = False,
 ) -> Path:
     """Write ``predictions.jsonl[.gz]`` and ``meta.json`` into ``out_dir``; return the folder.
 
     ``meta`` is checked first (required fields, types; see
     :data:`~searchtome.submissions.schema.META_REQUIRED`), so a bad call writes nothing. Each
-    file is written atomically, predictions first and ``meta.json`` last; a stale predictions
-    file of the other compression is removed.
+    file is written atomically, predictions first and ``meta.json`` last (by
+    :func:`~searchtome.submissions.meta.write_meta`, its one writer); a stale predictions file of
+    the other compression is removed.
     """
     out = Path(out_dir)
-    problems = check_meta(dict(meta), f"{out / META_FILE}")
+    raw = meta_dict(meta)
+    problems = check_meta(raw, f"{out / META_FILE}")
     if problems:
         raise SearchTomeError("; ".join(str(p) for p in problems))
     name = "predictions.jsonl.gz" if compress else "predictions.jsonl"
@@ -127,7 +139,6 @@ def write_submission(
     for other in PREDICTION_FILES:
         if other != name and (out / other).exists():
             (out / other).unlink()
-    with atomic_write(out / META_FILE) as fh:
-        fh.write(dumps(dict(meta)))
-    log.info("wrote submission %s (%d queries) to %s", meta.get("system"), len(run), out)
+    write_meta(out / META_FILE, raw)
+    log.info("wrote submission %s (%d queries) to %s", parse_run_meta(raw).system, len(run), out)
     return out

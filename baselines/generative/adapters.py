@@ -33,6 +33,7 @@ from searchtome.baselines.generative.parallel import (
 )
 from searchtome.baselines.generative.predict import Predictor
 from searchtome.baselines.generative.trainings import work_dir
+from searchtome.submissions.runinfo import TrainingReport
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
@@ -182,7 +183,7 @@ class TunedAdapter:
         """What the run records about the adapter in meta.json (keys in this order)."""
         notes: dict[str, Any] = {"adapter_reused": True} if self.reused else {}
         notes["adapter"] = str(self.path)
-        notes["training"] = self.report
+        notes["training"] = TrainingReport.from_dict(self.report)
         notes["train_seconds"] = round(self.report.get("seconds", 0.0), 1)
         notes["epochs"] = self.report.get("epochs")
         notes["best_epoch"] = self.report.get("best_epoch")

@@ -57,7 +57,7 @@ def run_generative(
     with_toc: bool,
 ) -> Run:
     """Rank the leaves for every query of ``split``: prepare the books, train or load an
-    adapter, decode (resumably); facts about the run go to ``ctx.notes``."""
+    adapter, decode (resumably); facts about the run go to the run's report (``ctx.record``)."""
     from searchtome.baselines.generative.train import load_adapter
 
     lm = _load_model(cfg, ctx.seed)
@@ -74,7 +74,7 @@ def run_generative(
         b: book_context(lm, dataset, b, cfg, with_toc=with_toc, seed=ctx.seed) for b in all_books
     }
     notes: dict[str, Any] = {
-        "models": [cfg.model],
+        "models": (cfg.model,),
         "dtype": str(lm.dtype).removeprefix("torch."),  # what dtype=auto resolved to
         "decode": cfg.decode,
         "prompt_prefix_tokens": {b: len(c.prefix_ids) for b, c in books.items()},
@@ -116,7 +116,7 @@ def run_generative(
     notes["invalid_at_1"] = sum(1 for k in kinds if k == ["invalid"])
     notes["empty"] = sum(1 for k in kinds if not k)
     notes["parameters"] = count_parameters(lm.model)  # run_info.parameters, LoRA included
-    ctx.notes.update(notes)
+    ctx.record(**notes)
     return Run(name=system, rankings=rankings, scores=scores, meta={"config": config_record(cfg)})
 
 

@@ -293,7 +293,7 @@ def _replies_endpoint(
 def run_zeroshot(dataset: Dataset, split: str, config: ZeroShotConfig, ctx: RunContext) -> Run:
     queries = dataset.queries(split)
     start = time.perf_counter()
-    notes: dict[str, Any] = {"models": [config.model], "backend": config.backend}
+    notes: dict[str, Any] = {"models": (config.model,), "backend": config.backend}
     if config.backend == "local":
         replies, extra = _replies_local(dataset, queries, config, ctx)
     else:
@@ -312,7 +312,7 @@ def run_zeroshot(dataset: Dataset, split: str, config: ZeroShotConfig, ctx: RunC
             counts[kinds[0]] += 1
         else:
             counts["empty"] += 1
-    notes.update({f"rank1_{k}": v for k, v in counts.items()})
+    notes.update({f"rank1_{k.replace('-', '_')}": v for k, v in counts.items()})
     notes["predict_seconds"] = round(time.perf_counter() - start, 1)
-    ctx.notes.update(notes)
+    ctx.record(**notes)
     return Run(name="zeroshot-llm", rankings=rankings)

@@ -89,24 +89,29 @@ def _say(message: str) -> None:
 
 def _up_to_date(submission: Path, config: Mapping[str, Any], dataset_revision: str) -> bool:
     """True when ``submission`` was produced from this dataset revision, config and version."""
-    from searchtome.io import read_json
+    from searchtome.submissions.meta import read_run_meta
     from searchtome.version import __version__
 
     meta_path = submission / "meta.json"
     if not meta_path.is_file():
         return False
-    meta = read_json(meta_path)
-    recorded = meta.get("run_info", {}).get("overrides", {})
+    meta = read_run_meta(meta_path)
     return (
-        meta.get("dataset_revision") == dataset_revision
-        and meta.get("versions", {}).get("searchtome") == __version__
-        and recorded == dict(config)
+        meta.dataset_revision == dataset_revision
+        and (meta.versions or {}).get("searchtome") == __version__
+        and (meta.info.overrides or {}) == dict(config)
     )
 
 
 def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) -> Path:
     """Run the demo into ``out``; returns the path of ``index.html``."""
-    from searchtome.baselines.runner import dataset_facts, portable_path, run_baseline
+    from searchtome.baselines.runner import (
+        OutputOptions,
+        RunOptions,
+        dataset_facts,
+        portable_path,
+        run_baseline,
+    )
     from searchtome.config import make_config
     from searchtome.dataset.loader import load
     from searchtome.generate.options import BuildOptions
@@ -153,14 +158,13 @@ def run_demo(out: Path, *, quick: bool = False, profile: Profile | None = None) 
             _say(f"  ({i}/{len(profile.baselines)}) {name}: up to date, reused")
             continue
         _say(f"  ({i}/{len(profile.baselines)}) {name} ...")
+        command = f"searchtome demo{' --quick' if quick else ''} --out {shown_out}"
         run_baseline(
             name,
             dataset,
-            split="test",
-            out=target,
-            overrides=dict(overrides),
-            command=f"searchtome demo{' --quick' if quick else ''} --out {shown_out}",
-            force=True,  # the demo's own folder: a stale run in it is the demo's to replace
+            RunOptions("test", overrides=dict(overrides)),
+            # The demo's own folder: a stale run in it is the demo's to replace.
+            OutputOptions(out=target, command=command, force=True),
         )
         times[name] = time.monotonic() - t
         _say(f"  ({i}/{len(profile.baselines)}) {name}: {times[name]:.0f} s")

@@ -78,21 +78,20 @@ def _command_line(args: argparse.Namespace) -> str:
 
 
 def _command(args: argparse.Namespace) -> int:
-    from searchtome.baselines.runner import run_baseline
+    from searchtome.baselines.runner import OutputOptions, RunOptions, run_baseline
 
     path = run_baseline(
         args.name,
         args.data,
-        split=args.split,
-        config=config_source(args.config),
-        out=args.out,
-        overrides=args.set,
-        seed=args.seed,
-        command=_command_line(args),
-        system=args.system,
-        depth=args.depth,
-        compress=args.gzip,
-        force=args.force,
+        RunOptions(args.split, config_source(args.config), args.set, args.seed),
+        OutputOptions(
+            out=args.out,
+            command=_command_line(args),
+            system=args.system,
+            depth=args.depth,
+            compress=args.gzip,
+            force=args.force,
+        ),
     )
     print(f"wrote {path}/")
     return 0

@@ -26,8 +26,7 @@ from searchtome.leaderboard.scoring import QueryTable, Scoreboard, SystemScores
 from searchtome.leaderboard.significance import CompareOptions, compare
 from searchtome.service.checks import STORED_MEASURES, unpack_scores
 from searchtome.service.home import ServerSettings, private_queries
-
-SHOWN_META = ("description", "models", "url", "trained_on")
+from searchtome.submissions.meta import RunMeta, parse_run_meta
 
 
 @dataclass(frozen=True)
@@ -65,10 +64,20 @@ def runs_from_rows(rows: Sequence[Any]) -> list[Run]:
     out = []
     for r in rows:
         values = unpack_scores(r.scores)
-        meta = json.loads(r.meta)
-        shown = {k: meta.get(k) for k in SHOWN_META if k in meta}
+        shown = shown_meta(parse_run_meta(json.loads(r.meta)))
         out.append(Run(r.public_id, r.team, r.system, r.created_at, bool(r.final), values, shown))
     return out
+
+
+def shown_meta(meta: RunMeta) -> dict[str, Any]:
+    """What the board shows of a run's ``meta.json``: the fields of these it gave."""
+    shown = {
+        "description": meta.description,
+        "models": meta.models,
+        "url": meta.url,
+        "trained_on": meta.trained_on,
+    }
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in shown.items() if v is not None}
 
 
 def _scoreboard(runs: Sequence[Run], scopes: Scopes, mask: np.ndarray) -> Scoreboard:

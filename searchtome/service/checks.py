@@ -25,6 +25,7 @@ from searchtome.leaderboard.results import MAIN_MEASURES
 from searchtome.leaderboard.scoring import score_runs
 from searchtome.metrics.structure import STRUCTURE_MEASURES
 from searchtome.submissions import Limits, ValidationReport, validate_submission
+from searchtome.submissions.meta import parse_run_meta
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,9 @@ def unpack_scores(blob: bytes) -> dict[str, np.ndarray]:
 
 
 def system_name(meta: bytes) -> str:
+    """The system an uploaded ``meta.json`` names, ``unnamed`` when it names none."""
     try:
-        value = json.loads(meta).get("system")
-    except (ValueError, AttributeError, RecursionError):
+        raw = json.loads(meta)
+    except (ValueError, RecursionError):
         return "unnamed"
-    return value if isinstance(value, str) and value else "unnamed"
+    return (parse_run_meta(raw).system if isinstance(raw, dict) else None) or "unnamed"

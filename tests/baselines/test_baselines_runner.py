@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 import pytest
 from searchtome.baselines import registry
 from searchtome.baselines.bm25 import BM25Config
-from searchtome.baselines.runner import check_run, execute, run_baseline
+from searchtome.baselines.runner import (
+    OutputOptions,
+    RunOptions,
+    check_run,
+    execute,
+    run_baseline,
+)
 
 from searchtome.cli import main
 from searchtome.commands.tune import tune
@@ -93,7 +99,10 @@ def test_cli_run_writes_a_valid_submission(tiny_dataset, tmp_path, capsys):
     assert len(sub.run) == len(load(tiny_dataset).queries("test"))
     # A variant in another folder is its own system; the config from meta.json repeats the run.
     again = run_baseline(
-        "bm25", tiny_dataset, config=out / "meta.json", out=tmp_path / "again", seed=7
+        "bm25",
+        tiny_dataset,
+        RunOptions(config=out / "meta.json", seed=7),
+        OutputOptions(out=tmp_path / "again"),
     )
     assert (again / "predictions.jsonl").read_bytes() == (out / "predictions.jsonl").read_bytes()
     again_meta = json.loads((again / "meta.json").read_text())
@@ -139,7 +148,7 @@ def test_the_runner_rejects_a_run_that_breaks_the_contract(tiny_dataset, monkeyp
         registry.BASELINES._entries, "fake", registry.BaselineSpec("fake", "test", _Cfg, fake)
     )
     run, meta, _ = execute("fake", ds, "dev")
-    assert meta["split"] == "dev" and len(run) == len(ds.queries("dev"))
+    assert meta.split == "dev" and len(run) == len(ds.queries("dev"))
     with pytest.raises(SearchTomeError, match="is not a leaf of"):
         execute("fake", ds, "dev", overrides=["leak=true"])
     with pytest.raises(SearchTomeError, match="missing"):

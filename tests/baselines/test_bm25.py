@@ -169,4 +169,4 @@ def test_bm25_plain_is_the_reproductions_configuration(tiny_dataset):
     same, _, _ = execute("bm25", tiny_dataset, "test", None, {**spelled, "min_token_length": 1})
     assert plain.name == "bm25-plain" and plain.rankings == same.rankings
     assert plain.rankings != execute("bm25", tiny_dataset, "test")[0].rankings
-    assert meta["config"]["k1"] == 1.5
+    assert (meta.config or {})["k1"] == 1.5

@@ -82,15 +82,14 @@ def _adapter(meta: dict, home: Path) -> dict:
 def test_two_processes_train_the_one_process_adapter_and_shard_prediction(
     tiny_lm_dir, tiny_dataset, tmp_path
 ) -> None:
-    from searchtome.baselines.runner import run_baseline
+    from searchtome.baselines.runner import OutputOptions, RunOptions, run_baseline
 
     one_thread()
     one = run_baseline(
         "dsi",
         tiny_dataset,
-        "test",
-        overrides={**SETTINGS, "model": str(tiny_lm_dir), "grad_accum": 2},
-        out=tmp_path / "one",
+        RunOptions("test", overrides={**SETTINGS, "model": str(tiny_lm_dir), "grad_accum": 2}),
+        OutputOptions(out=tmp_path / "one"),
     )
     home = tmp_path / "home2"
     home.mkdir()

@@ -34,7 +34,7 @@ def dpr_runs(tiny_dataset, tmp_path_factory):
         out = []
         for _ in range(2):
             ctx = RunContext(cache_dir=home / "baselines")
-            out.append((run_dpr(ds, "test", DPRConfig(), ctx), ctx.notes))
+            out.append((run_dpr(ds, "test", DPRConfig(), ctx), ctx.report))
     return ds, out
 
 
@@ -48,17 +48,18 @@ def test_dpr_beats_random_and_stays_in_the_book(dpr_runs):
         assert set(ids) == {x.leaf_id for x in ds.leaves(q.book_id)}  # every leaf, own book
         s = run.scores[q.query_id]
         assert list(s) == sorted(s, reverse=True)
-    assert notes["models"][0].startswith("sentence-transformers/all-MiniLM-L6-v2")
-    assert notes["dtype"] == "float32"  # recorded as run_info.dtype
+    assert (notes.models or ("",))[0].startswith("sentence-transformers/all-MiniLM-L6-v2")
+    assert notes.dtype == "float32"  # recorded as run_info.dtype
 
 
 @pytest.mark.slow
 def test_dpr_rerun_is_identical_and_cached(dpr_runs):
     _, [(first, n1), (second, n2)] = dpr_runs
     assert first.rankings == second.rankings and first.scores == second.scores
-    assert n1["encoder"]["encoded"] > 0 and n1["encoder"]["cached"] == 0
-    assert n2["encoder"]["encoded"] == 0
-    assert n2["encoder"]["cached"] == n1["encoder"]["encoded"]
+    e1, e2 = n1.encoder or {}, n2.encoder or {}
+    assert e1["encoded"] > 0 and e1["cached"] == 0
+    assert e2["encoded"] == 0
+    assert e2["cached"] == e1["encoded"]
 
 
 def _leaf(i, text, path=("Ch", "Sec")):

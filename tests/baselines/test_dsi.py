@@ -86,12 +86,13 @@ def test_dsi_semantic_identifiers_run_end_to_end(tiny_lm_dir, tiny_dataset) -> N
         ids = run.rankings[q.query_id]
         assert len(ids) == min(10, len(ds.leaves(q.book_id)))  # ten beams
         assert set(ids) <= {x.leaf_id for x in ds.leaves(q.book_id)}
-    assert meta["config"]["identifiers"] == "semantic"
+    assert (meta.config or {})["identifiers"] == "semantic"
     from searchtome.settings import home
 
     # meta.json records cache paths portably ("$SEARCHTOME_HOME/..."), never this machine's.
-    assert info["notes"]["adapter"].startswith("$SEARCHTOME_HOME/")
-    assert Path(info["notes"]["adapter"].replace("$SEARCHTOME_HOME", str(home()))).is_dir()
+    adapter = info.report.adapter or ""
+    assert adapter.startswith("$SEARCHTOME_HOME/")
+    assert Path(adapter.replace("$SEARCHTOME_HOME", str(home()))).is_dir()
     # The identifiers really are cluster codes: a book's trie holds "d-d" strings.
     lm = load_lm(str(tiny_lm_dir), dtype="float32", device="cpu")
     book = book_context(
@@ -133,7 +134,7 @@ def test_prediction_reads_the_prompt_as_training_did(
     ctx = RunContext(cache_dir=tmp_path)
     run = run_generative(ds, "train", cfg, ctx, system=system, with_toc=system == "stair")
     lm = load_lm(str(tiny_lm_dir), dtype="float32", device="cpu")
-    load_adapter(lm, Path(ctx.notes["adapter"]))
+    load_adapter(lm, Path(ctx.report.adapter or ""))
     book = book_context(lm, ds, "alpha-bio", cfg, with_toc=system == "stair", seed=42)
     example = build_examples(lm, ds, {"alpha-bio": book}, ["alpha-bio"], cfg)[0]
     query = ds.queries("train", "alpha-bio")[0]
@@ -168,15 +169,15 @@ def test_dsi_decodes_freely_and_dsi_constrained_only_names_leaves(
     }
     free, meta, info = execute("dsi", tiny_dataset, "test", None, overrides, seed=1)
     tied, meta_c, info_c = execute("dsi-constrained", tiny_dataset, "test", None, overrides, 1)
-    assert meta["config"]["decode"] == "free" and meta_c["config"]["decode"] == "beam"
-    assert info_c["notes"]["adapter_reused"] is True  # the decoder does not change training
-    assert info["dtype"] == info_c["dtype"] == "float32"  # the dtype the model really ran in
+    assert (meta.config or {})["decode"] == "free" and (meta_c.config or {})["decode"] == "beam"
+    assert info_c.report.adapter_reused is True  # the decoder does not change training
+    assert info.dtype == info_c.dtype == "float32"  # the dtype the model really ran in
     ds = load(tiny_dataset)
     leaves = {x.leaf_id for x in ds.leaves()}
     # A one-epoch model of random weights writes numbers that name no leaf: kept, and counted.
     first = [free.rankings[q.query_id][0] for q in ds.queries("test") if free.rankings[q.query_id]]
     assert any(is_invalid_id(i) for i in first)
-    assert info["notes"]["invalid_at_1"] == sum(is_invalid_id(i) for i in first)
+    assert info.report.invalid_at_1 == sum(is_invalid_id(i) for i in first)
     for q in ds.queries("test"):
         assert set(tied.rankings[q.query_id]) <= leaves
         assert len(tied.rankings[q.query_id]) == min(10, len(ds.leaves(q.book_id)))

@@ -99,9 +99,9 @@ def test_fused_run_ranks_every_leaf_of_the_book(trained, tmp_path: Path, monkeyp
     run = run_finetune_hybrid(ds, "test", config, ctx)
     for q in ds.queries("test"):
         assert set(run.rankings[q.query_id]) == {x.leaf_id for x in ds.leaves(q.book_id)}
-    assert ctx.notes["model_reused"] is True
-    assert ctx.notes["parameters"] == a.report["parameters"]
-    assert not ctx.notes["encoder"]["config"]["model"].startswith("/")
+    assert ctx.report.model_reused is True
+    assert ctx.report.parameters == a.report["parameters"]
+    assert not (ctx.report.encoder or {})["config"]["model"].startswith("/")
 
 
 def test_rerank_top_mixes_z_scores() -> None:
@@ -129,7 +129,7 @@ def test_rerank_keeps_the_candidate_set(trained, tmp_path: Path, monkeypatch) ->
     for q in ds.queries("test"):
         before, after = fusion.rankings[q.query_id], run.rankings[q.query_id]
         assert set(before[:k]) == set(after[:k]) and before[k:] == after[k:]
-    assert ctx.notes["parameters"] > 2 * 20_000_000
+    assert (ctx.report.parameters or 0) > 2 * 20_000_000
     assert any(run.rankings[q] != fusion.rankings[q] for q in run.rankings)
     # weight 0: the fusion's own order
     plain = run_rerank(ds, "test", RerankConfig(**TINY, **CE, k=k, weight=0.0), ctx)
@@ -152,9 +152,9 @@ def test_runner_records_parameters_and_no_absolute_path(trained, monkeypatch) ->
     monkeypatch.setenv("SEARCHTOME_HOME", str(a.path.parent.parent))
     overrides = [f"{k}={v}" for k, v in TINY.items()]
     _, meta, info = execute("finetune-hybrid", ds, "test", overrides=overrides, seed=3)
-    assert info["parameters"] == a.report["parameters"]
-    assert info["notes"]["train_seconds"] == a.report["seconds"]
-    assert meta["trained_on"] == ["train", "dev"]
+    assert info.parameters == a.report["parameters"]
+    assert info.report.train_seconds == a.report["seconds"]
+    assert meta.trained_on == ("train", "dev")
 
     def strings(value: object) -> list[str]:
         if isinstance(value, dict):

@@ -150,7 +150,7 @@ def nav_runs(tiny_dataset, tmp_path_factory):
             for _ in range(2):
                 _MEMO.clear()  # the second run must rebuild its index from the disk cache
                 ctx = RunContext(cache_dir=home / "baselines")
-                runs.append((fn(ds, "test", cfg, ctx), ctx.notes))
+                runs.append((fn(ds, "test", cfg, ctx), ctx.report.to_dict()))
             out[name] = runs
     return ds, out
 

@@ -64,12 +64,12 @@ def test_both_run_through_the_runner(tiny_dataset, tmp_path, monkeypatch) -> Non
 
     monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path / "home"))
     run, meta, _ = execute("bm25-paper", tiny_dataset, "test")
-    assert meta["config"] == {"k1": 1.2, "b": 0.75, "depth": 100}
+    assert meta.config == {"k1": 1.2, "b": 0.75, "depth": 100}
     assert len(run) and all(run.rankings.values())
     run, meta, _ = execute("dpr-paper", tiny_dataset, "test")
-    enc = meta["config"]["encoder"]
+    enc = (meta.config or {})["encoder"]
     assert (enc["passage_max_tokens"], enc["query_max_tokens"]) == (512, 256)
-    assert meta["models"][0].startswith("sentence-transformers/all-MiniLM-L6-v2")
+    assert (meta.models or ("",))[0].startswith("sentence-transformers/all-MiniLM-L6-v2")
     # every leaf of the query's book is ranked, by one vector each
     assert all(len(ids) == len(set(ids)) for ids in run.rankings.values())
     scores = np.array([s[0] for s in run.scores.values()])

@@ -20,15 +20,16 @@ def test_every_registered_baseline_has_a_system_type() -> None:
 
 def test_a_lexical_run_records_its_type_and_no_parameters(tiny_dataset) -> None:
     _, meta, info = execute("bm25", load(tiny_dataset), "dev")
-    assert info["system_type"] == "lexical" and info["parameters"] == 0
-    assert meta["run_info"] is info
+    assert info.system_type == "lexical" and info.parameters == 0
+    assert meta.run_info is info
 
 
 def test_a_dense_run_counts_its_encoders_parameters(tiny_dataset) -> None:
     pytest.importorskip("torch")
     _, _, info = execute("dpr", load(tiny_dataset), "dev")
     # all-MiniLM-L6-v2: 22.7M parameters (its model card)
-    assert info["system_type"] == "dense" and 22_000_000 < info["parameters"] < 23_000_000
+    assert info.system_type == "dense"
+    assert info.parameters is not None and 22_000_000 < info.parameters < 23_000_000
 
 
 def test_count_parameters() -> None:
@@ -50,5 +51,6 @@ def test_training_and_prediction_are_timed_and_measured_apart(tiny_dataset) -> N
     if phases.scope == "phase":  # Linux: each phase's own peak
         assert train["peak_rss_mib"] - predict["peak_rss_mib"] > 250
     _, _, info = execute("bm25", load(tiny_dataset), "dev")
-    assert set(info["phases"]) == {"prediction"} and info["training_wall_s"] is None
-    assert info["prediction_wall_s"] == info["phases"]["prediction"]["wall_s"] > 0
+    assert set(info.phases or {}) == {"prediction"} and info.training_wall_s is None
+    assert info.prediction_wall_s == info.phase("prediction").wall_s
+    assert info.prediction_wall_s is not None and info.prediction_wall_s > 0

@@ -73,7 +73,7 @@ def test_dpr_over_a_sentence_transformers_folder_ranks_as_today(
     for config in (st_config, DPRConfig()):
         ctx = RunContext(cache_dir=tmp_path / "baselines")
         runs.append(run_dpr(ds, "test", config, ctx))
-        notes.append(ctx.notes["encoder"])
+        notes.append(ctx.report.encoder)
     assert notes[0]["encoded"] > 0 and notes[1]["encoded"] > 0  # two caches, both filled
     assert [n["backend"] for n in notes] == ["sentence-transformers", "transformers"]
     assert runs[0].rankings == runs[1].rankings

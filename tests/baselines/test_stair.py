@@ -424,21 +424,22 @@ def test_stair_run_is_deterministic_and_reuses_its_adapter(
         "lora_layers": 0,
     }
     run1, _, info1 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
-    notes1 = info1["notes"]
-    assert notes1["epochs"] == 2 and not notes1.get("adapter_reused")
+    notes1 = info1.report
+    assert notes1.epochs == 2 and not notes1.adapter_reused
     from searchtome.settings import home
 
     # meta.json records cache paths portably ("$SEARCHTOME_HOME/..."), never this machine's.
-    adapter = Path(notes1["adapter"].replace("$SEARCHTOME_HOME", str(home())))
+    assert notes1.adapter is not None
+    adapter = Path(notes1.adapter.replace("$SEARCHTOME_HOME", str(home())))
     assert (adapter / "adapter_config.json").is_file()
     run2, _, info2 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
-    assert info2["notes"]["adapter_reused"] is True
+    assert info2.report.adapter_reused is True
     assert run2.rankings == run1.rankings and run2.scores == run1.scores
     # A fresh cache (nothing reused) trains the same adapter again under the same seed.
     monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path / "other-home"))
     (tmp_path / "other-home").mkdir()
     run3, _, info3 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
-    assert not info3["notes"].get("adapter_reused")
+    assert not info3.report.adapter_reused
     assert run3.rankings == run1.rankings
     for qid, scores in run1.scores.items():
         assert run3.scores[qid] == pytest.approx(scores, abs=1e-5)
@@ -491,7 +492,7 @@ def test_free_decoding_keeps_invalid_outputs(tiny_lm_dir, tiny_dataset, tmp_path
     assert all(run.rankings[q.query_id] for q in ds.queries("test"))
     first = [run.rankings[q.query_id][0] for q in ds.queries("test")]
     assert any(is_invalid_id(i) for i in first)
-    assert ctx.notes["invalid_at_1"] == sum(is_invalid_id(i) for i in first)
+    assert ctx.report.invalid_at_1 == sum(is_invalid_id(i) for i in first)
 
 
 def test_paper_configs_parse() -> None:

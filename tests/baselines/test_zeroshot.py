@@ -110,7 +110,7 @@ def test_endpoint_backend_over_http_with_cache(tiny_dataset, tmp_path, layout) -
                 assert is_invalid_id(ids[2])
             else:
                 assert ids == ("beta-law/1.1.1",)
-        assert ctx.notes["rank1_leaf"] == len(ds.queries("test"))
+        assert ctx.report.rank1_leaf == len(ds.queries("test"))
         # A rerun answers from the cache: nothing new reaches the server.
         again = run_zeroshot(ds, "test", cfg, RunContext(cache_dir=tmp_path))
         assert again.rankings == run.rankings
@@ -140,19 +140,20 @@ def test_local_backend_runs_in_process(tiny_lm_dir, tiny_dataset, tmp_path) -> N
     ctx = RunContext(cache_dir=tmp_path)
     run = run_zeroshot(ds, "test", cfg, ctx)
     assert set(run.rankings) == {q.query_id for q in ds.queries("test")}
-    counted = sum(ctx.notes[f"rank1_{k}"] for k in ("leaf", "non-leaf", "invalid", "empty"))
+    counts = ctx.report.to_dict()
+    counted = sum(counts[f"rank1_{k}"] for k in ("leaf", "non-leaf", "invalid", "empty"))
     assert counted == len(ds.queries("test"))
-    assert ctx.notes["replies_generated"] == len(ds.queries("test"))
+    assert ctx.report.replies_generated == len(ds.queries("test"))
     # Deterministic: greedy decoding gives the same replies again, with or without the cache.
     fresh = RunContext(cache_dir=tmp_path / "fresh")
     assert run_zeroshot(ds, "test", cfg, fresh).rankings == run.rankings
     # A rerun (or a run resumed after a kill) reads stored replies instead of generating them.
     again = RunContext(cache_dir=tmp_path)
     assert run_zeroshot(ds, "test", cfg, again).rankings == run.rankings
-    assert again.notes["replies_generated"] == 0
+    assert again.report.replies_generated == 0
     longer = RunContext(cache_dir=tmp_path)
     run_zeroshot(ds, "test", replace(cfg, max_new_tokens=13), longer)  # settings are in the key
-    assert longer.notes["replies_cached"] == 0
+    assert longer.report.replies_cached == 0
     # "auto" is keyed by what it resolves to on this CPU: it shares the replies of float32 or of
     # bfloat16, never has entries of its own.
     from searchtome.baselines.generative.engine import pick_device, pick_dtype
@@ -161,9 +162,9 @@ def test_local_backend_runs_in_process(tiny_lm_dir, tiny_dataset, tmp_path) -> N
     resolved = str(pick_dtype("auto", pick_device("cpu"))).removeprefix("torch.")
     run_zeroshot(ds, "test", replace(cfg, dtype="auto"), auto)
     if resolved == "float32":
-        assert auto.notes["replies_generated"] == 0
+        assert auto.report.replies_generated == 0
     else:
-        assert auto.notes["replies_cached"] == 0
+        assert auto.report.replies_cached == 0
         bf16 = RunContext(cache_dir=tmp_path)
         run_zeroshot(ds, "test", replace(cfg, dtype="bfloat16"), bf16)
-        assert bf16.notes["replies_generated"] == 0
+        assert bf16.report.replies_generated == 0
