@@ -97,6 +97,7 @@ class EndpointPool:
         self._give_up_after = give_up_after
         self._clock = clock
         self._changed: asyncio.Event | None = None
+        self._waiting: list[int] = []  # requesters waiting in acquire, in arrival order
         self._last_reason = "no attempt"
         self.started = clock()
 
@@ -119,21 +120,33 @@ class EndpointPool:
     async def acquire(self, requester: int = 0) -> Lease:
         """The replica to send the next request to; waits while none can take it.
 
-        ``requester`` identifies the request (the same value for each of its attempts).
+        ``requester`` identifies the request (the same value for each of its attempts; ids grow
+        in the order requests start). While requests wait, the oldest one leases first, so the
+        probe after an outage goes to a request that has waited longest (often a retry), never
+        to whichever waiter's timer happens to fire first: the outcome does not depend on timing.
         """
-        while True:
-            now = self._clock()
-            lease = self._pick(now, requester)
-            if lease is not None:
-                return lease
-            if all(self._down(r) for r in self.replicas):
-                raise PoolDown(self._last_reason)
-            back = [r.out_until for r in self.replicas if r.out_until > now]
-            timeout = min(back) - now if back else None
-            if self._changed is None:
-                self._changed = asyncio.Event()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
+        lease = self._pick(self._clock(), requester) if not self._waiting else None
+        if lease is not None:
+            return lease
+        self._waiting.append(requester)
+        try:
+            while True:
+                now = self._clock()
+                if requester == min(self._waiting):
+                    lease = self._pick(now, requester)
+                    if lease is not None:
+                        return lease
+                if all(self._down(r) for r in self.replicas):
+                    raise PoolDown(self._last_reason)
+                back = [r.out_until for r in self.replicas if r.out_until > now]
+                timeout = min(back) - now if back else None
+                if self._changed is None:
+                    self._changed = asyncio.Event()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), timeout)
+        finally:
+            self._waiting.remove(requester)
+            self._notify()  # the next oldest waiter may lease now
 
     def _down(self, r: Replica) -> bool:
         return r.failures >= self._give_up_after and len(r.failed_requests) > 1
