@@ -243,7 +243,7 @@ class RunOptions:
     split: str = "test"
     config: ConfigSource = None
     overrides: Overrides = None
-    seed: int = 42
+    seed: int = DEFAULT_SEED
 
 
 @dataclass(frozen=True)
@@ -252,14 +252,14 @@ class OutputOptions:
 
     ``out``: the folder (default ``runs/NAME``, :data:`RUNS_DIR`); ``command``: the command
     recorded (default: the Python call); ``system``: the system's name (default: the folder's);
-    ``depth``: leaves kept per query (at most 100, the format's limit; the leaderboard measures
-    need 10); ``compress``: write ``predictions.jsonl.gz``; ``force``: overwrite another run.
+    ``depth``: leaves kept per query (at most ``MAX_IDS``, the format's limit; the leaderboard
+    measures need 10); ``compress``: write ``predictions.jsonl.gz``; ``force``: overwrite another run.
     """
 
     out: str | os.PathLike[str] | None = None
     command: str | None = None
     system: str | None = None
-    depth: int = 100
+    depth: int = MAX_IDS
     compress: bool = False
     force: bool = False
 
@@ -417,7 +417,7 @@ def run_baseline(
     folder unless ``output.system`` is given, so variants of one baseline can sit side by side
     on a leaderboard.
     """
-    from searchtome.submissions import MAX_IDS, write_submission
+    from searchtome.submissions import write_submission
 
     options, output = options or RunOptions(), output or OutputOptions()
     if not 1 <= output.depth <= MAX_IDS:
