@@ -197,8 +197,8 @@ def test_dsi_predictions_are_the_same_alone_and_beside_busy_processes(
             busy_loops(threads.usable_cpus() + 1) if label == "loaded" else contextlib.nullcontext()
         ):
             run, _, info = execute("dsi", tiny_dataset, "test", None, overrides, 3)
-        assert not info["notes"].get("adapter_reused")
-        runs[label], counts[label] = run, info["threads"]
+        assert not info.notes.adapter_reused
+        runs[label], counts[label] = run, info.threads
     assert counts["alone"] == counts["loaded"]
     assert runs["alone"].rankings == runs["loaded"].rankings
     assert runs["alone"].scores == runs["loaded"].scores
