@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -61,6 +62,22 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     return proc, base_url
 
 
+if TYPE_CHECKING:
+    from searchtome.llm.client import ClientConfig
+
+
+def client_config(urls: list[str], concurrency: int, transport: str) -> ClientConfig:
+    """The client settings both measured paths use: the same endpoints, bound and transport."""
+    from searchtome.llm.client import ClientConfig, Transport
+
+    return ClientConfig(
+        base_urls=tuple(urls),
+        model="bench",
+        concurrency=concurrency,
+        transport=Transport(transport),
+    )
+
+
 def run_client(
     urls: list[str],
     concurrency: int,
@@ -69,15 +86,9 @@ def run_client(
     profile: cProfile.Profile | None = None,
 ) -> tuple[float, float]:
     """Requests per second, and this process's CPU milliseconds per request."""
-    from searchtome.llm.client import ChatClient, ChatRequest, ClientConfig, Transport
+    from searchtome.llm.client import ChatClient, ChatRequest
 
-    cfg = ClientConfig(
-        base_urls=tuple(urls),
-        model="bench",
-        concurrency=concurrency,
-        transport=Transport(transport),
-    )
-    client = ChatClient(cfg)
+    client = ChatClient(client_config(urls, concurrency, transport))
     requests = [
         ChatRequest(str(i), ({"role": "user", "content": f"Passage: item{i} text"},))
         for i in range(n)
@@ -103,15 +114,10 @@ def run_generator(
 ) -> tuple[float, float]:
     from searchtome.generate.questions import GenerationConfig, QuestionGenerator
     from searchtome.llm.cache import ResponseCache
-    from searchtome.llm.client import ChatClient, ClientConfig, Transport
+    from searchtome.llm.client import ChatClient
     from searchtome.records import Unit
 
-    cfg = ClientConfig(
-        base_urls=tuple(urls),
-        model="bench",
-        concurrency=concurrency,
-        transport=Transport(transport),
-    )
+    cfg = client_config(urls, concurrency, transport)
     words = ["alder", "birch", "cedar", "dune", "elm", "fern", "glen", "heath", "iris"]
     units = [
         Unit(
