@@ -146,7 +146,7 @@ class EncoderConfig:
             if getattr(self, name) < 1:
                 raise SearchTomeError(f"encoder {name} must be at least 1")
         if self.threads < 0:
-            raise SearchTomeError("encoder threads must be 0 (from the CPUs and load) or more")
+            raise SearchTomeError("encoder threads must be 0 (one per usable CPU) or more")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -83,7 +83,7 @@ class LMSettings:
     )
     device: str = setting("auto", "auto, cpu, cuda, cuda:N", shapes_adapter=False)
     threads: int = setting(
-        0, "torch intra-op threads; 0 = from the CPUs and load", shapes_adapter=False
+        0, "torch intra-op threads; 0 = one per usable CPU, whatever the load", shapes_adapter=False
     )
 
 

@@ -64,7 +64,9 @@ class ZeroShotConfig:
     )
     dtype: str = setting("auto", "local backend: auto (bfloat16 where native, else float32)")
     device: str = setting("auto", "local backend: auto, cpu, cuda, cuda:N")
-    threads: int = setting(0, "local backend: torch threads; 0 = from the CPUs and load")
+    threads: int = setting(
+        0, "local backend: torch threads; 0 = one per usable CPU, whatever the load"
+    )
     num_candidates: int = setting(3, "leaves named per query")
     max_new_tokens: int = setting(96, "the longest reply in tokens")
     temperature: float = setting(0.0, "sampling temperature (0: greedy)")
