@@ -29,6 +29,7 @@ from searchtome.leaderboard.results import MAIN_MEASURES, PairedTest, relative
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.significance import BLOCK, CI_DECIMALS
 from searchtome.leaderboard.text import fmt_p
+from searchtome.submissions.meta import RunMeta, parse_run_meta
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.schema import META_FILE
 from searchtome.submissions.validate import ValidationReport
@@ -50,8 +51,9 @@ def seed_name(system: str) -> tuple[str, int] | None:
 # -- which folders are seed runs ------------------------------------------------------------------
 
 
-def _meta(report: ValidationReport) -> Mapping[str, Any]:
-    return report.submission.meta if report.submission is not None else {}
+def _doc(report: ValidationReport) -> RunMeta:
+    """The run's ``meta.json``, typed (an empty document when the folder gave none)."""
+    return parse_run_meta(report.submission.meta if report.submission is not None else {})
 
 
 def _seed_problem(report: ValidationReport, bases: Mapping[str, ValidationReport]) -> str:
@@ -64,16 +66,16 @@ def _seed_problem(report: ValidationReport, bases: Mapping[str, ValidationReport
             f"a seed run repeats an accepted submission named {base!r}, and there is none; "
             f"commit the run it repeats or rename this one (docs/seeds.md)"
         )
-    recorded = _meta(report).get("seed")
+    mine, theirs = _doc(report), _doc(bases[base])
+    recorded = mine.seed
     if recorded != seed:
         return f"the name says seed {seed} but meta.json's 'seed' is {recorded!r}; make them agree"
-    if _meta(bases[base]).get("seed") == seed:
+    if theirs.seed == seed:
         return f"seed {seed} is also the seed of {base!r}: a seed run needs a seed of its own"
-    mine = (_meta(report).get("run_info") or {}).get("baseline")
-    theirs = (_meta(bases[base]).get("run_info") or {}).get("baseline")
-    if mine and theirs and mine != theirs:
+    if mine.info.baseline and theirs.info.baseline and mine.info.baseline != theirs.info.baseline:
         return (
-            f"runs baseline {mine!r}, but {base!r} runs {theirs!r}: not a seed of the same system"
+            f"runs baseline {mine.info.baseline!r}, but {base!r} runs {theirs.info.baseline!r}: "
+            "not a seed of the same system"
         )
     return ""
 
@@ -102,9 +104,10 @@ def split_seed_runs(
     return main, runs, (sorted([*rejected, *bad], key=lambda r: r.path) if bad else rejected)
 
 
-def config_differences(base: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
-    """The config keys (execution keys aside) in which a seed run differs from its system."""
-    a, b = base.get("config") or {}, run.get("config") or {}
+def config_differences(base: Mapping[str, Any] | None, run: Mapping[str, Any] | None) -> list[str]:
+    """The config keys (execution keys aside) in which a seed run's config differs from its
+    system's."""
+    a, b = base or {}, run or {}
     keys = sorted((set(a) | set(b)) - EXECUTION_KEYS)
     return [f"{k}: {a.get(k)!r} → {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
 
@@ -194,7 +197,10 @@ class RunPairTest:
     test: PairedTest
 
     def to_dict(self) -> dict[str, Any]:
-        return {**{k: v for k, v in self.__dict__.items() if k != "test"}, **{f.name: getattr(self.test, f.name) for f in fields(self.test)}}
+        return {
+            **{k: v for k, v in self.__dict__.items() if k != "test"},
+            **{f.name: getattr(self.test, f.name) for f in fields(self.test)},
+        }
 
 
 @dataclass
@@ -364,17 +370,16 @@ def _groups(
     for system in order:
         s = board.get(system)
         path = relative(s.path or "", root)
-        group = SeedGroup(
-            system, [SeedRun(system, s.meta.get("seed"), path, board.aggregate(system))]
-        )
+        own = parse_run_meta(s.meta)
+        group = SeedGroup(system, [SeedRun(system, own.seed, path, board.aggregate(system))])
         for r in sorted(by_base.get(system, []), key=lambda r: _parsed(r)[1]):
             group.runs.append(
                 SeedRun(
                     r.system,
-                    _meta(r).get("seed"),
+                    _doc(r).seed,
                     relative(r.path, root),
                     board.aggregate(r.system),
-                    config_differences(s.meta, _meta(r)),
+                    config_differences(own.config, _doc(r).config),
                 )
             )
         out[system] = group

@@ -149,8 +149,8 @@ def test_seed_name() -> None:
 def test_config_differences_leave_out_how_a_run_was_executed() -> None:
     base = {"config": {"lr": 0.002, "threads": 2, "decode": "beam", "adapter": "a"}}
     run = {"config": {"lr": 0.001, "threads": 1, "decode": "beam", "adapter": "b"}}
-    assert config_differences(base, run) == ["lr: 0.002 → 0.001"]
-    assert config_differences(base, base) == []
+    assert config_differences(base["config"], run["config"]) == ["lr: 0.002 → 0.001"]
+    assert config_differences(base["config"], base["config"]) == []
 
 
 def test_two_level_bootstrap_counts_the_seed_variance() -> None:
