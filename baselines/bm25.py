@@ -17,6 +17,14 @@ from typing import Any
 
 import numpy as np
 from searchtome.baselines.registry import RunContext, register
+from searchtome.baselines.termweights import (
+    TermCounts,
+    TermWeights,
+    bm25l,
+    bm25plus,
+    count_terms,
+    okapi,
+)
 from searchtome.baselines.text import Analyzer
 
 from searchtome.errors import SearchTomeError
@@ -77,32 +85,53 @@ def leaf_document(path: Sequence[str], title: str, text: str, mode: str) -> str:
 
 
 class BM25Index:
-    """rank-bm25 over a fixed list of documents; scores every document for a query."""
+    """rank-bm25's scores of every document for a query, from weights stored per term.
+
+    The weights are rank-bm25's own float64 expressions, computed once per index and added in
+    query-token order (:mod:`~searchtome.baselines.termweights`), so scores equal rank-bm25's bit
+    for bit; where that shortcut would not be exact (a zero length norm) rank-bm25 itself scores.
+    """
 
     def __init__(self, docs: Sequence[str], config: BM25Config, analyzer: Analyzer | None = None):
-        from rank_bm25 import BM25L, BM25Okapi, BM25Plus
-
         self.config = config
         self.analyzer = analyzer or config.analyzer
         tokens = self.analyzer.tokenize_many(docs)
         self.size = len(tokens)
         self._empty = all(not t for t in tokens)
-        if self.size == 0 or self._empty:
-            self._bm25: Any = None
-        elif config.variant == "okapi":
-            self._bm25 = BM25Okapi(tokens, k1=config.k1, b=config.b, epsilon=config.epsilon)
-        elif config.variant == "plus":
-            self._bm25 = BM25Plus(tokens, k1=config.k1, b=config.b, delta=config.delta)
-        else:
-            self._bm25 = BM25L(tokens, k1=config.k1, b=config.b, delta=config.delta)
+        self._weights: TermWeights | None = None
+        self._bm25: Any = None
+        if self.size and not self._empty:
+            self._weights = _term_weights(count_terms(tokens), config)
+            if self._weights is None:
+                self._bm25 = _rank_bm25(tokens, config)
 
     def scores(self, query: str) -> np.ndarray:
-        if self._bm25 is None:
+        if self._weights is None and self._bm25 is None:
             return np.zeros(self.size)
         terms = self.analyzer.tokenize(query)
         if not terms:
             return np.zeros(self.size)
+        if self._weights is not None:
+            return self._weights.scores(terms)
         return np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
+
+
+def _term_weights(counts: TermCounts, config: BM25Config) -> TermWeights | None:
+    if config.variant == "okapi":
+        return okapi(counts, config.k1, config.b, config.epsilon)
+    if config.variant == "plus":
+        return bm25plus(counts, config.k1, config.b, config.delta)
+    return bm25l(counts, config.k1, config.b, config.delta)
+
+
+def _rank_bm25(tokens: list[list[str]], config: BM25Config) -> Any:
+    from rank_bm25 import BM25L, BM25Okapi, BM25Plus
+
+    if config.variant == "okapi":
+        return BM25Okapi(tokens, k1=config.k1, b=config.b, epsilon=config.epsilon)
+    if config.variant == "plus":
+        return BM25Plus(tokens, k1=config.k1, b=config.b, delta=config.delta)
+    return BM25L(tokens, k1=config.k1, b=config.b, delta=config.delta)
 
 
 def rank_desc(scores: np.ndarray) -> np.ndarray:

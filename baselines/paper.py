@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from searchtome.baselines.encoders import Encoder, EncoderConfig
 from searchtome.baselines.registry import RunContext, register
+from searchtome.baselines.termweights import TermWeights, count_terms, df_table, positive
 
 from searchtome.errors import SearchTomeError
 from searchtome.limits import MAX_IDS
@@ -102,24 +103,42 @@ def lucene_length(n: int) -> int:
 
 
 class LuceneBM25:
-    """One Lucene index over ``docs`` with ``BM25Similarity(k1, b)``; scores every document."""
+    """One Lucene index over ``docs`` with ``BM25Similarity(k1, b)``; scores every document.
+
+    Each (term, leaf) weight is computed once and a query adds them in token order
+    (:mod:`~searchtome.baselines.termweights`): the same float64 sums as scoring term by term.
+    """
 
     def __init__(self, docs: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
         tokens = [standard_analyzer(d) for d in docs]
         self.size = len(tokens)
         self.k1, self.b = k1, b
-        self.tf = [Counter(t) for t in tokens]
         total = sum(len(t) for t in tokens)
         avgdl = total / self.size if self.size and total else 1.0
         lengths = np.array([lucene_length(len(t)) for t in tokens], dtype=np.float64)
         self.norm = k1 * ((1 - b) + b * lengths / avgdl)
-        self.df: Counter[str] = Counter(w for t in self.tf for w in t)
+        counts = count_terms(tokens)
+        self.df: dict[str, int] = dict(zip(counts.vocab, counts.df.tolist(), strict=True))
+        self._weights: TermWeights | None = None
+        self.tf: list[Counter[str]] = []
+        if positive(self.norm):
+            idf = df_table(self.size, self._idf)[counts.df]
+            tf = counts.tf
+            self._weights = TermWeights(
+                counts, idf[counts.terms] * tf / (tf + self.norm[counts.docs])
+            )
+        else:  # a zero norm: a leaf without the term scores 0/0, which only the loop reproduces
+            self.tf = [Counter(t) for t in tokens]
 
-    def idf(self, term: str) -> float:
-        n = self.df.get(term, 0)
+    def _idf(self, n: int) -> float:
         return math.log(1 + (self.size - n + 0.5) / (n + 0.5))
 
+    def idf(self, term: str) -> float:
+        return self._idf(self.df.get(term, 0))
+
     def scores(self, query: str) -> np.ndarray:
+        if self._weights is not None:
+            return self._weights.scores(standard_analyzer(query))
         out = np.zeros(self.size)
         for term in standard_analyzer(query):
             if term not in self.df:
