@@ -129,3 +129,25 @@ def test_the_scan_works_across_chunks(chunk, tmp_path, monkeypatch) -> None:
     path.write_text("q1 Q0 a 1 1 t\nq1 Q0 bbbbbbbbbbbbbbbbbbbb 2 0.5 t\nq2 Q0 a 1 1 t\n")
     assert trec_fast.read_fast(path, Limits(max_line_bytes=35)) is not None
     assert trec_fast.read_fast(path, Limits(max_line_bytes=34)) is None
+
+
+@pytest.mark.parametrize("chunk", [1 << 14, 1 << 22])
+@pytest.mark.parametrize("where", ["start", "middle", "end", "across chunks"])
+def test_the_line_cap_holds_with_windows(chunk, where, tmp_path, monkeypatch) -> None:
+    """A cap of 8,192 bytes or more is checked one newline per half-cap window, falling back
+    to every newline where a window has none: a line of exactly the cap is read, one byte
+    more is refused, wherever it sits."""
+    monkeypatch.setattr(trec_fast, "_SCAN_BYTES", chunk)
+    short = "".join(f"q1 Q0 d{i} {i + 1} {1 / (i + 1):.6f} t\n" for i in range(3000))
+    cap = 9000
+    for size, read in ((cap, True), (cap + 1, False)):
+        line = "q2 Q0 " + "x" * (size - len("q2 Q0  1 1 t\n")) + " 1 1 t\n"
+        assert len(line.encode()) == size
+        # at a line start: the first, one near the middle, after the last, or one such that
+        # the long line straddles the first chunk boundary
+        at = {"start": 0, "middle": len(short) // 2, "end": len(short)}.get(where, chunk - cap // 2)
+        cut = short.rfind("\n", 0, at) + 1 if at else 0
+        text = short[:cut] + line + short[cut:].replace("q1", "q3")
+        path = tmp_path / "run.trec"
+        path.write_text(text)
+        assert (trec_fast.read_fast(path, Limits(max_line_bytes=cap)) is not None) is read
