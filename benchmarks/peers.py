@@ -211,7 +211,7 @@ def encoding_row(quick: bool, repeats: int) -> Iterator[Row]:
             "searchtome": lambda: ours.encode_passages(texts),
             "sentence-transformers": lambda: st.encode(texts, batch_size=32),
         },
-        max(1, repeats // 2),
+        repeats,
     )
     note = f"{len(texts)} leaves of the book, 256 tokens, batch 32, torch threads 1"
     yield Row("dense encoding, 1 thread", result.pop("searchtome"), result, note)
