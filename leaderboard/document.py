@@ -40,6 +40,7 @@ from searchtome.leaderboard.results import (
     scorer_order,
 )
 from searchtome.leaderboard.text import finite
+from searchtome.submissions.meta import meta_dict, parse_run_meta
 from searchtome.submissions.validate import ValidationReport
 
 from searchtome.errors import SearchTomeError
@@ -160,6 +161,7 @@ def _fields(obj: Any) -> dict[str, Any]:
 def _entry(e: Entry) -> dict[str, Any]:
     return {
         **_fields(e),
+        "meta": meta_dict(e.meta),
         "card": e.card.to_dict(),
         # Values kept for machines, but named: a 3-deep run's R@5 is its R@3.
         "beyond_depth": [m for m in e.aggregate if e.short(m)],
@@ -321,6 +323,7 @@ def _read_entry(raw: Mapping[str, Any]) -> Entry:
     e = _known(Entry, raw)
     return replace(
         e,
+        meta=parse_run_meta(e.meta),
         aggregate=_in_order(e.aggregate),
         micro=_in_order(e.micro),
         per_domain={d: _in_order(v) for d, v in e.per_domain.items()},

@@ -46,7 +46,6 @@ from searchtome.leaderboard.results import (
     CURVES_KEY,
     MAIN_MEASURES,
     MARK,
-    META_ORDER,
     SHORT,
     CheckStatus,
     Entry,
@@ -56,6 +55,7 @@ from searchtome.leaderboard.results import (
 from searchtome.leaderboard.seed_pages import html_section
 from searchtome.leaderboard.tables import headline, settings_text, short_note
 from searchtome.leaderboard.text import fmt_p, percent
+from searchtome.submissions.meta import shown_fields
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
 
 TEMPLATES = Path(__file__).parent / "templates"  # package data (pyproject's package-data)
@@ -395,18 +395,12 @@ class MetaValue:
     links: tuple[Link, ...] = ()
 
 
-def _meta_value(key: str, value: Any) -> MetaValue:
-    if isinstance(value, list):
-        return MetaValue(", ".join(str(v) for v in value) or "none")
-    if (
-        key == "url"
-        and isinstance(value, str)
-        and value.lower().startswith(("http://", "https://"))
-    ):
-        return MetaValue(value, "link")
-    if key == "command":
-        return MetaValue(str(value), "code")
-    return MetaValue(str(value))
+def _meta_value(label: str, text: str) -> MetaValue:
+    if label == "url" and text.lower().startswith(("http://", "https://")):
+        return MetaValue(text, "link")
+    if label == "command":
+        return MetaValue(text, "code")
+    return MetaValue(text)
 
 
 def _submissions(result: LeaderboardResult) -> list[dict[str, Any]]:
@@ -414,7 +408,7 @@ def _submissions(result: LeaderboardResult) -> list[dict[str, Any]]:
     for e in result.entries:
         links = _file_links(result, e)
         items = [("files", MetaValue("", "links", links))]
-        items += [(key, _meta_value(key, e.meta[key])) for key in META_ORDER if key in e.meta]
+        items += [(label, _meta_value(label, text)) for label, text in shown_fields(e.meta)]
         subs.append({"system": e.system, "fields": items})
     return subs
 

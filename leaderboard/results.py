@@ -19,6 +19,7 @@ from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.scoring import beyond_depth
 from searchtome.leaderboard.systems import SystemCard
 from searchtome.leaderboard.text import fmt_p
+from searchtome.submissions.meta import RunMeta
 from searchtome.submissions.validate import ValidationReport
 
 from searchtome.io import PathLike
@@ -33,18 +34,6 @@ CURVES_KEY = "learning_curves"  # dev R@1 per epoch: leaderboard.json's key and 
 CURVES_TITLE = "Dev R@1 and training loss per epoch of the trained baselines"
 SHORT = "—"  # shown instead of a value whose cut-off lies beyond the system's ranking depth
 AGGREGATE = "macro mean over domains (each domain weighs the same)"
-# Submission metadata shown on the pages, in this order.
-META_ORDER = (
-    "description",
-    "url",
-    "models",
-    "trained_on",
-    "hardware",
-    "date",
-    "dataset_revision",
-    "license",
-    "command",
-)
 
 
 @dataclass(frozen=True)
@@ -117,7 +106,7 @@ class Entry:
     micro: dict[str, float]
     per_domain: dict[str, dict[str, float]]
     per_book: dict[str, dict[str, float]]
-    meta: dict[str, Any]
+    meta: RunMeta  # the submission's meta.json
     path: str
     n_queries: int
     validation: dict[str, Any]

@@ -21,6 +21,7 @@ from searchtome.leaderboard.document import (
 )
 from searchtome.leaderboard.expectations import Expectations, read_expectations
 from searchtome.leaderboard.results import CheckResult, CheckStatus, Entry, LeaderboardSettings
+from searchtome.submissions.meta import RunMeta
 
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
@@ -151,7 +152,7 @@ def test_status_bounds() -> None:
 
 
 def test_run_checks_and_the_report() -> None:
-    entry = Entry(1, "a", {"R@1": 0.5, "R@5": 0.7}, {}, {}, {}, {}, "a", 10, {}, depth=3)
+    entry = Entry(1, "a", {"R@1": 0.5, "R@5": 0.7}, {}, {}, {}, RunMeta(), "a", 10, {}, depth=3)
     wanted = Expectations.from_dict(
         {
             "tolerance": 0.01,
