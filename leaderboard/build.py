@@ -388,7 +388,7 @@ def build_leaderboard(
     result = LeaderboardResult(
         out_dir=Path(out_dir),
         split=o.split,
-        dataset=dataset.manifest.to_dict(files=False),
+        dataset=dataset.manifest,
         entries=entries,
         rejected=rejected,
         comparison=comparison,

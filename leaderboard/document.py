@@ -65,7 +65,9 @@ class RejectedSubmission:
 class LeaderboardDocument:
     """Everything ``leaderboard.json`` holds, typed."""
 
-    dataset: dict[str, Any]  # the dataset's manifest, without its file hashes
+    # The dataset's manifest, without its file hashes, as its owner (searchtome.dataset.manifest)
+    # wrote it: kept verbatim, so that an older file's record is written back as it was.
+    dataset: dict[str, Any]
     split: str
     settings: LeaderboardSettings
     domains: list[str]
@@ -88,7 +90,7 @@ def document_of(result: LeaderboardResult) -> LeaderboardDocument:
     """The document a build writes."""
     root = result.settings.submissions_root
     return LeaderboardDocument(
-        dataset=result.dataset,
+        dataset=result.dataset.to_dict(files=False),
         split=result.split,
         settings=result.settings,
         domains=result.domains,

@@ -17,6 +17,7 @@ import functools
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -57,6 +58,8 @@ from searchtome.leaderboard.tables import headline, settings_text, short_note
 from searchtome.leaderboard.text import fmt_p, percent
 from searchtome.submissions.meta import shown_fields
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
+
+from searchtome.dataset.manifest import DatasetManifest
 
 TEMPLATES = Path(__file__).parent / "templates"  # package data (pyproject's package-data)
 
@@ -451,7 +454,7 @@ def _checks(result: LeaderboardResult) -> dict[str, Any] | None:
     }
 
 
-def question_model_note(manifest: dict[str, Any]) -> str | None:
+def question_model_note(manifest: DatasetManifest | Mapping[str, Any]) -> str | None:
     """Why this dataset's questions are weak, when a small local model wrote them; else None."""
     facts = dataset_facts(manifest)
     model = facts.question_model

@@ -22,6 +22,7 @@ from searchtome.leaderboard.text import fmt_p
 from searchtome.submissions.meta import RunMeta
 from searchtome.submissions.validate import ValidationReport
 
+from searchtome.dataset.manifest import DatasetManifest
 from searchtome.io import PathLike
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.structure import STRUCTURE_MEASURES
@@ -79,19 +80,18 @@ class DatasetFacts:
         return f"{self.name}{f' (revision {self.revision})' if self.revision else ''}"
 
 
-def dataset_facts(manifest: Mapping[str, Any]) -> DatasetFacts:
-    """The manifest's name, revision and question writer (``generation``; older manifests keep
-    the writer's fields flat)."""
-    rev = manifest.get("revision") or manifest.get("version")
-    gen = manifest.get("generation")
-    gen = gen if isinstance(gen, Mapping) else {}
-    note = gen.get("note")
+def dataset_facts(manifest: DatasetManifest | Mapping[str, Any]) -> DatasetFacts:
+    """The manifest's name, revision label and question writer; a mapping (a ``manifest.json``,
+    the ``dataset`` record of a ``leaderboard.json``) is read as a manifest, an older flat one
+    through the manifest's upgrade."""
+    if not isinstance(manifest, DatasetManifest):
+        manifest = DatasetManifest.from_dict(manifest, "the leaderboard's dataset record")
     return DatasetFacts(
-        name=str(manifest.get("name") or "dataset"),
-        revision=str(rev) if rev else "",
-        question_model=str(gen.get("model") or manifest.get("model") or ""),
-        endpoint_kind=str(gen.get("endpoint_kind") or manifest.get("endpoint_kind") or ""),
-        question_note=note if isinstance(note, str) else "",
+        name=manifest.name or "dataset",
+        revision=manifest.label or "",
+        question_model=manifest.question_model or "",
+        endpoint_kind=manifest.question_endpoint or "",
+        question_note=manifest.question_note or "",
     )
 
 
@@ -294,7 +294,7 @@ class LeaderboardResult:
 
     out_dir: Path
     split: str
-    dataset: dict[str, Any]  # the manifest as recorded: everything but the file hashes
+    dataset: DatasetManifest  # leaderboard.json records it without the file hashes
     entries: list[Entry]
     rejected: list[ValidationReport]
     comparison: ComparisonReport | None

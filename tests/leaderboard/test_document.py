@@ -20,10 +20,18 @@ from searchtome.leaderboard.document import (
     upgrade,
 )
 from searchtome.leaderboard.expectations import Expectations, read_expectations
-from searchtome.leaderboard.results import CheckResult, CheckStatus, Entry, LeaderboardSettings
+from searchtome.leaderboard.results import (
+    CheckResult,
+    CheckStatus,
+    DatasetFacts,
+    Entry,
+    LeaderboardSettings,
+    dataset_facts,
+)
 from searchtome.submissions.meta import RunMeta
 
 from searchtome.dataset.loader import load
+from searchtome.dataset.manifest import DatasetManifest
 from searchtome.errors import SearchTomeError
 from searchtome.io import dumps
 
@@ -186,3 +194,15 @@ def test_the_committed_expectations_read_and_write_back_byte_identical() -> None
     assert Expectations.from_dict(both).to_dict() == both
     with pytest.raises(SearchTomeError, match="a/R@1: value must be a number"):
         Expectations.from_dict({"systems": {"a": {"R@1": "high"}}})
+
+
+def test_the_dataset_facts_are_read_through_the_manifest_old_flat_records_included() -> None:
+    record = read_document(COMMITTED / "leaderboard.json").dataset
+    typed = DatasetManifest.from_dict(record)
+    assert dataset_facts(record) == dataset_facts(typed)
+    assert dataset_facts(typed).name == record["name"] and typed.to_dict(files=False) == record
+    flat = {"name": "old", "version": "0.3", "model": "m", "endpoint_kind": "local"}
+    assert dataset_facts(flat) == DatasetFacts("old", "0.3", "m", "local", "")
+    assert dataset_facts({}) == DatasetFacts("dataset", "", "", "", "")
+    with pytest.raises(SearchTomeError, match=r"dataset record: generation\.model"):
+        dataset_facts({"generation": {"model": 5}})
