@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.scoring import beyond_depth
@@ -27,6 +27,9 @@ from searchtome.io import PathLike
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.structure import STRUCTURE_MEASURES
 from searchtome.metrics.ties import TIE_RULE
+
+if TYPE_CHECKING:  # seeds builds on these types
+    from searchtome.leaderboard.seeds import SeedReport
 
 MAIN_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")  # the main table's columns and tests
 MARK = "†"  # differs significantly from the top system
@@ -306,7 +309,7 @@ class LeaderboardResult:
     paired: PairedAnalysis | None = None
     curves: dict[str, LearningCurve] = field(default_factory=dict)  # system → its training
     colours: dict[str, str] = field(default_factory=dict)  # system → its colour, page-wide
-    seeds: Any = None  # a seeds.SeedReport when some system has seed runs (docs/seeds.md)
+    seeds: SeedReport | None = None  # when some system has seed runs (docs/seeds.md)
 
     @property
     def best(self) -> str | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -113,9 +113,11 @@ def config_differences(base: Mapping[str, Any] | None, run: Mapping[str, Any] | 
 
 
 # -- the report's types ---------------------------------------------------------------------------
+# Frozen records; leaderboard.json's ``seeds`` section is written and read by
+# :mod:`~searchtome.leaderboard.document`, which owns that file.
 
 
-@dataclass
+@dataclass(frozen=True)
 class SeedRun:
     system: str
     seed: int | None
@@ -123,11 +125,8 @@ class SeedRun:
     aggregate: dict[str, float]
     config_differences: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
-
-@dataclass
+@dataclass(frozen=True)
 class SeedGroup:
     """A system's runs, the one on the main table first, then the seed runs by seed."""
 
@@ -137,6 +136,11 @@ class SeedGroup:
     @property
     def seeds(self) -> list[int | None]:
         return [r.seed for r in self.runs]
+
+    @property
+    def measures(self) -> list[str]:
+        """The measures each run was scored on, in the scorer's order."""
+        return list(self.runs[0].aggregate)
 
     def values(self, measure: str) -> np.ndarray:
         return np.asarray([r.aggregate[measure] for r in self.runs])
@@ -149,21 +153,14 @@ class SeedGroup:
         v = self.values(measure)
         return float(v.std(ddof=1)) if v.size > 1 else None
 
-    def to_dict(self) -> dict[str, Any]:
-        measures = list(self.runs[0].aggregate)
-        return {
-            "system": self.system,
-            "n_seeds": len(self.runs),
-            "seeds": self.seeds,
-            "runs": [r.to_dict() for r in self.runs],
-            "mean": {m: self.mean(m) for m in measures},
-            "sd": {m: self.sd(m) for m in measures},
-            "min": {m: float(self.values(m).min()) for m in measures},
-            "max": {m: float(self.values(m).max()) for m in measures},
-        }
+    def low(self, measure: str) -> float:
+        return float(self.values(measure).min())
+
+    def high(self, measure: str) -> float:
+        return float(self.values(measure).max())
 
 
-@dataclass
+@dataclass(frozen=True)
 class GroupTest:
     """Group ``a`` − group ``b`` on one measure and query set, over seeds and questions."""
 
@@ -179,14 +176,11 @@ class GroupTest:
     p_at_floor: bool
     p_outperform: float  # P(a's run beats b's run) over every pair of runs, ties count ½
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
     def p_text(self, replicates: int) -> str:
         return f"< {fmt_p(2.0 / (replicates + 1))}" if self.p_at_floor else fmt_p(self.p_value)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunPairTest:
     """The pre-declared rare-leaf test on one run of ``a`` against one run of ``b``."""
 
@@ -196,14 +190,8 @@ class RunPairTest:
     seed_b: int | None
     test: PairedTest
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **{k: v for k, v in self.__dict__.items() if k != "test"},
-            **{f.name: getattr(self.test, f.name) for f in fields(self.test)},
-        }
 
-
-@dataclass
+@dataclass(frozen=True)
 class GroupComparison:
     a: str
     b: str
@@ -216,27 +204,36 @@ class GroupComparison:
     rare_runs: list[RunPairTest]
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **{k: v for k, v in self.__dict__.items() if k not in ("overall", "rare_pooled")},
-            "overall": [t.to_dict() for t in self.overall],
-            "rare_pooled": self.rare_pooled.to_dict() if self.rare_pooled else None,
-            "rare_runs": [t.to_dict() for t in self.rare_runs],
-        }
+
+SEED_RULE = "a folder <system>-seed<N> whose meta.json records seed N repeats <system>"
+SD_RULE = "sample standard deviation over seeds (n - 1)"
+TEST_RULE = (
+    "two-level bootstrap: questions (within each domain) and each system's runs "
+    "resampled with replacement; p = 2 min(share <= 0, share >= 0)"
+)
+RARE_RUNS_RULE = (
+    "the pre-declared rare-leaf test (two-sided paired randomization) on every pair of runs"
+)
 
 
-@dataclass
+@dataclass(frozen=True)
+class SeedSettings:
+    """How the seed report was computed, and its rules in words (as the file records them)."""
+
+    bootstrap: int
+    permutations: int
+    seed: int
+    rule: str = SEED_RULE
+    sd: str = SD_RULE
+    test: str = TEST_RULE
+    rare_runs: str = RARE_RUNS_RULE
+
+
+@dataclass(frozen=True)
 class SeedReport:
     groups: list[SeedGroup]  # the groups with two runs or more, in rank order
     comparisons: list[GroupComparison]
-    settings: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "groups": [g.to_dict() for g in self.groups],
-            "comparisons": [c.to_dict() for c in self.comparisons],
-            "settings": dict(self.settings),
-        }
+    settings: SeedSettings
 
 
 # -- the two-level bootstrap ----------------------------------------------------------------------
@@ -469,15 +466,5 @@ def seed_spread(
             pairs.append((a, pair[1], True))
         pairs += [(a, g.system, False) for g in seeded if g.system not in pair]
     comparisons = [_compare(both, groups[a], groups[b], pre, resampling) for a, b, pre in pairs]
-    settings = {
-        "bootstrap": resampling.bootstrap,
-        "permutations": resampling.permutations,
-        "seed": resampling.seed,
-        "rule": "a folder <system>-seed<N> whose meta.json records seed N repeats <system>",
-        "sd": "sample standard deviation over seeds (n - 1)",
-        "test": "two-level bootstrap: questions (within each domain) and each system's runs "
-        "resampled with replacement; p = 2 min(share <= 0, share >= 0)",
-        "rare_runs": "the pre-declared rare-leaf test (two-sided paired randomization) on every "
-        "pair of runs",
-    }
+    settings = SeedSettings(resampling.bootstrap, resampling.permutations, resampling.seed)
     return SeedReport(seeded, comparisons, settings)
