@@ -184,15 +184,21 @@ class TunedAdapter:
     report: dict[str, Any]
     reused: bool
 
+    @property
+    def training(self) -> TrainingReport:
+        """The training's report, typed: what ``run_info.notes.training`` records."""
+        return TrainingReport.from_dict(self.report)
+
     def notes(self) -> dict[str, Any]:
         """What the run records about the adapter in meta.json (keys in this order)."""
+        training = self.training
         notes: dict[str, Any] = {"adapter_reused": True} if self.reused else {}
         notes["adapter"] = str(self.path)
-        notes["training"] = TrainingReport.from_dict(self.report)
-        notes["train_seconds"] = round(self.report.get("seconds", 0.0), 1)
-        notes["epochs"] = self.report.get("epochs")
-        notes["best_epoch"] = self.report.get("best_epoch")
-        notes["best_dev_r1"] = self.report.get("best_dev_r1")
+        notes["training"] = training
+        notes["train_seconds"] = round(training.seconds or 0.0, 1)
+        notes["epochs"] = training.epochs
+        notes["best_epoch"] = training.best_epoch
+        notes["best_dev_r1"] = training.best_dev_r1
         return notes
 
 
