@@ -30,23 +30,21 @@ from searchtome.leaderboard.results import (
     CheckResult,
     CheckStatus,
     Entry,
+    GroupComparison,
+    GroupTest,
     LeaderboardResult,
     LeaderboardSettings,
     LearningCurve,
     PairedAnalysis,
     PairedTest,
-    curve_groups,
-    relative,
-    scorer_order,
-)
-from searchtome.leaderboard.seeds import (
-    GroupComparison,
-    GroupTest,
     RunPairTest,
     SeedGroup,
     SeedReport,
     SeedRun,
     SeedSettings,
+    curve_groups,
+    relative,
+    scorer_order,
 )
 from searchtome.leaderboard.text import finite
 from searchtome.submissions.meta import meta_dict, parse_run_meta

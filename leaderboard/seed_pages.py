@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from searchtome.leaderboard.html_cells import Cell, Column, Table
-from searchtome.leaderboard.results import MAIN_MEASURES
-from searchtome.leaderboard.seeds import RARE_MEASURE, GroupComparison, SeedGroup, SeedReport
+from searchtome.leaderboard.results import MAIN_MEASURES, GroupComparison, SeedGroup, SeedReport
+from searchtome.leaderboard.seeds import RARE_MEASURE
 from searchtome.leaderboard.text import md_escape
 
 HEADING = "Seed spread"

@@ -20,15 +20,23 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from searchtome.leaderboard.analyses import RARE_MAX, Resampling, paired_analysis
-from searchtome.leaderboard.results import MAIN_MEASURES, PairedTest, relative
+from searchtome.leaderboard.results import (
+    MAIN_MEASURES,
+    GroupComparison,
+    GroupTest,
+    RunPairTest,
+    SeedGroup,
+    SeedReport,
+    SeedRun,
+    SeedSettings,
+    relative,
+)
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.significance import BLOCK, CI_DECIMALS
-from searchtome.leaderboard.text import fmt_p
 from searchtome.submissions.meta import RunMeta, parse_run_meta
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.schema import META_FILE
@@ -110,130 +118,6 @@ def config_differences(base: Mapping[str, Any] | None, run: Mapping[str, Any] | 
     a, b = base or {}, run or {}
     keys = sorted((set(a) | set(b)) - EXECUTION_KEYS)
     return [f"{k}: {a.get(k)!r} → {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
-
-
-# -- the report's types ---------------------------------------------------------------------------
-# Frozen records; leaderboard.json's ``seeds`` section is written and read by
-# :mod:`~searchtome.leaderboard.document`, which owns that file.
-
-
-@dataclass(frozen=True)
-class SeedRun:
-    system: str
-    seed: int | None
-    path: str
-    aggregate: dict[str, float]
-    config_differences: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class SeedGroup:
-    """A system's runs, the one on the main table first, then the seed runs by seed."""
-
-    system: str
-    runs: list[SeedRun]
-
-    @property
-    def seeds(self) -> list[int | None]:
-        return [r.seed for r in self.runs]
-
-    @property
-    def measures(self) -> list[str]:
-        """The measures each run was scored on, in the scorer's order."""
-        return list(self.runs[0].aggregate)
-
-    def values(self, measure: str) -> np.ndarray:
-        return np.asarray([r.aggregate[measure] for r in self.runs])
-
-    def mean(self, measure: str) -> float:
-        return float(self.values(measure).mean())
-
-    def sd(self, measure: str) -> float | None:
-        """Sample standard deviation over seeds (n − 1); ``None`` for one run."""
-        v = self.values(measure)
-        return float(v.std(ddof=1)) if v.size > 1 else None
-
-    def low(self, measure: str) -> float:
-        return float(self.values(measure).min())
-
-    def high(self, measure: str) -> float:
-        return float(self.values(measure).max())
-
-
-@dataclass(frozen=True)
-class GroupTest:
-    """Group ``a`` − group ``b`` on one measure and query set, over seeds and questions."""
-
-    label: str  # "all queries" or "≤ 5" (rare leaves)
-    measure: str
-    n_queries: int
-    mean_a: float  # mean over a's runs of each run's value
-    mean_b: float
-    diff: float
-    ci_low: float  # 95% two-level bootstrap interval of the difference
-    ci_high: float
-    p_value: float  # two-sided, from the same bootstrap (see docs/seeds.md)
-    p_at_floor: bool
-    p_outperform: float  # P(a's run beats b's run) over every pair of runs, ties count ½
-
-    def p_text(self, replicates: int) -> str:
-        return f"< {fmt_p(2.0 / (replicates + 1))}" if self.p_at_floor else fmt_p(self.p_value)
-
-
-@dataclass(frozen=True)
-class RunPairTest:
-    """The pre-declared rare-leaf test on one run of ``a`` against one run of ``b``."""
-
-    a: str
-    seed_a: int | None
-    b: str
-    seed_b: int | None
-    test: PairedTest
-
-
-@dataclass(frozen=True)
-class GroupComparison:
-    a: str
-    b: str
-    pre_declared: bool  # the build's pair (--pair); the others are descriptive
-    seeds_a: list[int | None]
-    seeds_b: list[int | None]
-    overall: list[GroupTest]
-    rare_max: int
-    rare_pooled: GroupTest | None
-    rare_runs: list[RunPairTest]
-    note: str = ""
-
-
-SEED_RULE = "a folder <system>-seed<N> whose meta.json records seed N repeats <system>"
-SD_RULE = "sample standard deviation over seeds (n - 1)"
-TEST_RULE = (
-    "two-level bootstrap: questions (within each domain) and each system's runs "
-    "resampled with replacement; p = 2 min(share <= 0, share >= 0)"
-)
-RARE_RUNS_RULE = (
-    "the pre-declared rare-leaf test (two-sided paired randomization) on every pair of runs"
-)
-
-
-@dataclass(frozen=True)
-class SeedSettings:
-    """How the seed report was computed, and its rules in words (as the file records them)."""
-
-    bootstrap: int
-    permutations: int
-    seed: int
-    rule: str = SEED_RULE
-    sd: str = SD_RULE
-    test: str = TEST_RULE
-    rare_runs: str = RARE_RUNS_RULE
-
-
-@dataclass(frozen=True)
-class SeedReport:
-    groups: list[SeedGroup]  # the groups with two runs or more, in rank order
-    comparisons: list[GroupComparison]
-    settings: SeedSettings
 
 
 # -- the two-level bootstrap ----------------------------------------------------------------------
