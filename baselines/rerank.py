@@ -227,12 +227,11 @@ def run_rerank(dataset: Any, split: str, config: RerankConfig, ctx: RunContext) 
     describe(ctx, tuned, time.perf_counter() - start)
     ctx.record(
         cross_encoder=ce.notes(),
-        train_seconds=round(tuned.report["seconds"] + ce.report["seconds"], 1),
-        parameters=tuned.report["parameters"] + ce.report["parameters"],
+        train_seconds=round(sum(t.training.seconds or 0.0 for t in (tuned, ce)), 1),
+        parameters=sum(t.training.parameters or 0 for t in (tuned, ce)),
         models=(
             *(ctx.report.models or ()),
-            "cross-encoder from all-MiniLM-L6-v2 trained on train: "
-            + ce.notes()["finetuned_model"],
+            "cross-encoder from all-MiniLM-L6-v2 trained on train: " + ce.shown_path,
         ),
         dtype="float32",
         description=(

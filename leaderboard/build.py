@@ -41,6 +41,7 @@ from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.seeds import seed_spread, split_seed_runs
 from searchtome.leaderboard.significance import CompareOptions, compare
 from searchtome.leaderboard.systems import palette, type_problem
+from searchtome.submissions.meta import parse_run_meta
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.reader import find_predictions
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES
@@ -203,7 +204,7 @@ def _ranked_entries(
                 micro=board.micro(system),
                 per_domain=board.per_domain(system),
                 per_book=board.per_book(system),
-                meta=dict(scores.meta),
+                meta=parse_run_meta(scores.meta),
                 path=relative(scores.path or "", submissions_root),
                 n_queries=len(board.query_ids),
                 validation=reports[system].counts.to_dict(),
@@ -387,7 +388,7 @@ def build_leaderboard(
     result = LeaderboardResult(
         out_dir=Path(out_dir),
         split=o.split,
-        dataset=dataset.manifest.to_dict(files=False),
+        dataset=dataset.manifest,
         entries=entries,
         rejected=rejected,
         comparison=comparison,

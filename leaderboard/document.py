@@ -30,16 +30,24 @@ from searchtome.leaderboard.results import (
     CheckResult,
     CheckStatus,
     Entry,
+    GroupComparison,
+    GroupTest,
     LeaderboardResult,
     LeaderboardSettings,
     LearningCurve,
     PairedAnalysis,
     PairedTest,
+    RunPairTest,
+    SeedGroup,
+    SeedReport,
+    SeedRun,
+    SeedSettings,
     curve_groups,
     relative,
     scorer_order,
 )
 from searchtome.leaderboard.text import finite
+from searchtome.submissions.meta import meta_dict, parse_run_meta
 from searchtome.submissions.validate import ValidationReport
 
 from searchtome.errors import SearchTomeError
@@ -64,7 +72,9 @@ class RejectedSubmission:
 class LeaderboardDocument:
     """Everything ``leaderboard.json`` holds, typed."""
 
-    dataset: dict[str, Any]  # the dataset's manifest, without its file hashes
+    # The dataset's manifest, without its file hashes, as its owner (searchtome.dataset.manifest)
+    # wrote it: kept verbatim, so that an older file's record is written back as it was.
+    dataset: dict[str, Any]
     split: str
     settings: LeaderboardSettings
     domains: list[str]
@@ -77,6 +87,7 @@ class LeaderboardDocument:
     colours: dict[str, str]
     rejected: list[RejectedSubmission]
     checks: list[CheckResult] | None = None  # only when the build ran --check
+    seeds: SeedReport | None = None  # only when some system has seed runs (docs/seeds.md)
     version: int = VERSION
     # Sections this version has no type for (written by a later searchtome), kept verbatim so
     # that reading and writing a file loses nothing.
@@ -87,7 +98,7 @@ def document_of(result: LeaderboardResult) -> LeaderboardDocument:
     """The document a build writes."""
     root = result.settings.submissions_root
     return LeaderboardDocument(
-        dataset=result.dataset,
+        dataset=result.dataset.to_dict(files=False),
         split=result.split,
         settings=result.settings,
         domains=result.domains,
@@ -100,8 +111,7 @@ def document_of(result: LeaderboardResult) -> LeaderboardDocument:
         colours=result.colours,
         rejected=[_rejected(r, root) for r in result.rejected],
         checks=result.checks,
-        # The seed section (docs/seeds.md) travels as its own JSON: leaderboard.seeds owns it.
-        extra={"seeds": result.seeds.to_dict()} if result.seeds is not None else {},
+        seeds=result.seeds,
     )
 
 
@@ -149,6 +159,8 @@ def _encode(doc: LeaderboardDocument) -> dict[str, Any]:
     }
     if doc.checks is not None:
         out["checks"] = [_fields(c) for c in doc.checks]
+    if doc.seeds is not None:
+        out["seeds"] = seeds_to_dict(doc.seeds)
     return out
 
 
@@ -160,6 +172,7 @@ def _fields(obj: Any) -> dict[str, Any]:
 def _entry(e: Entry) -> dict[str, Any]:
     return {
         **_fields(e),
+        "meta": meta_dict(e.meta),
         "card": e.card.to_dict(),
         # Values kept for machines, but named: a 3-deep run's R@5 is its R@3.
         "beyond_depth": [m for m in e.aggregate if e.short(m)],
@@ -207,6 +220,42 @@ def _curves(curves: Mapping[str, LearningCurve]) -> dict[str, Any]:
     return out
 
 
+def seeds_to_dict(report: SeedReport) -> dict[str, Any]:
+    """The ``seeds`` section: each group with its mean, sd, min and max per measure."""
+    return {
+        "groups": [_seed_group(g) for g in report.groups],
+        "comparisons": [_group_comparison(c) for c in report.comparisons],
+        "settings": _fields(report.settings),
+    }
+
+
+def _seed_group(g: SeedGroup) -> dict[str, Any]:
+    return {
+        "system": g.system,
+        "n_seeds": len(g.runs),
+        "seeds": g.seeds,
+        "runs": [_fields(r) for r in g.runs],
+        "mean": {m: g.mean(m) for m in g.measures},
+        "sd": {m: g.sd(m) for m in g.measures},
+        "min": {m: g.low(m) for m in g.measures},
+        "max": {m: g.high(m) for m in g.measures},
+    }
+
+
+def _group_comparison(c: GroupComparison) -> dict[str, Any]:
+    return {
+        **_fields(c),
+        "overall": [_fields(t) for t in c.overall],
+        "rare_pooled": _fields(c.rare_pooled) if c.rare_pooled else None,
+        # One run pair's test flat beside the runs it compares.
+        "rare_runs": [{**_without(_fields(t), "test"), **_fields(t.test)} for t in c.rare_runs],
+    }
+
+
+def _without(values: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if k != key}
+
+
 # -- the reader ------------------------------------------------------------------------------
 
 # Fields added to v1 files after the format was named, with the value a file without them means.
@@ -226,6 +275,7 @@ KNOWN = {
     "colours",
     "rejected",
     "checks",
+    "seeds",
 }
 
 
@@ -300,6 +350,7 @@ def _decode(data: dict[str, Any]) -> LeaderboardDocument:
         colours=dict(data["colours"]),
         rejected=[RejectedSubmission(**r) for r in data["rejected"]],
         checks=None if checks is None else [_read_check(c) for c in checks],
+        seeds=seeds_from_dict(data["seeds"]) if "seeds" in data else None,
         extra={k: v for k, v in data.items() if k not in KNOWN},
     )
 
@@ -321,6 +372,7 @@ def _read_entry(raw: Mapping[str, Any]) -> Entry:
     e = _known(Entry, raw)
     return replace(
         e,
+        meta=parse_run_meta(e.meta),
         aggregate=_in_order(e.aggregate),
         micro=_in_order(e.micro),
         per_domain={d: _in_order(v) for d, v in e.per_domain.items()},
@@ -363,3 +415,49 @@ def _read_paired(raw: Mapping[str, Any]) -> PairedAnalysis:
 
 def _read_check(raw: Mapping[str, Any]) -> CheckResult:
     return CheckResult(**{**raw, "status": CheckStatus(raw["status"])})
+
+
+# -- the seeds section ---------------------------------------------------------------------------
+
+# What a group's record derives from its runs (recomputed on reading, so never out of step).
+_GROUP_DERIVED = ("n_seeds", "seeds", "mean", "sd", "min", "max")
+_RUN_PAIR = ("a", "seed_a", "b", "seed_b")
+
+
+def seeds_from_dict(raw: Mapping[str, Any]) -> SeedReport:
+    """The ``seeds`` section typed; :func:`seeds_to_dict` of it gives ``raw`` back."""
+    return SeedReport(
+        groups=[_read_seed_group(g) for g in raw["groups"]],
+        comparisons=[_read_group_comparison(c) for c in raw["comparisons"]],
+        settings=SeedSettings(**raw["settings"]),
+    )
+
+
+def _read_seed_group(raw: Mapping[str, Any]) -> SeedGroup:
+    unknown = set(raw) - {"system", "runs", *_GROUP_DERIVED}
+    if unknown:
+        raise KeyError(f"seed group {raw.get('system')!r}: unknown {', '.join(sorted(unknown))}")
+    runs = [SeedRun(**{**r, "aggregate": _in_order(r["aggregate"])}) for r in raw["runs"]]
+    return SeedGroup(raw["system"], runs)
+
+
+def _read_group_test(raw: Mapping[str, Any]) -> GroupTest:
+    values = dict(raw)
+    for key in ("ci_low", "ci_high", "p_value"):  # NaN without replicates (--bootstrap 0)
+        values[key] = math.nan if values[key] is None else values[key]
+    return GroupTest(**values)
+
+
+def _read_group_comparison(raw: Mapping[str, Any]) -> GroupComparison:
+    values = dict(raw)
+    values["overall"] = [_read_group_test(t) for t in raw["overall"]]
+    pooled = raw["rare_pooled"]
+    values["rare_pooled"] = _read_group_test(pooled) if pooled is not None else None
+    values["rare_runs"] = [
+        RunPairTest(
+            *(t[k] for k in _RUN_PAIR),
+            _read_test({k: v for k, v in t.items() if k not in _RUN_PAIR}),
+        )
+        for t in raw["rare_runs"]
+    ]
+    return GroupComparison(**values)

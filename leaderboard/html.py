@@ -17,6 +17,7 @@ import functools
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -46,7 +47,6 @@ from searchtome.leaderboard.results import (
     CURVES_KEY,
     MAIN_MEASURES,
     MARK,
-    META_ORDER,
     SHORT,
     CheckStatus,
     Entry,
@@ -56,7 +56,10 @@ from searchtome.leaderboard.results import (
 from searchtome.leaderboard.seed_pages import html_section
 from searchtome.leaderboard.tables import headline, settings_text, short_note
 from searchtome.leaderboard.text import fmt_p, percent
+from searchtome.submissions.meta import shown_fields
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
+
+from searchtome.dataset.manifest import DatasetManifest
 
 TEMPLATES = Path(__file__).parent / "templates"  # package data (pyproject's package-data)
 
@@ -395,18 +398,12 @@ class MetaValue:
     links: tuple[Link, ...] = ()
 
 
-def _meta_value(key: str, value: Any) -> MetaValue:
-    if isinstance(value, list):
-        return MetaValue(", ".join(str(v) for v in value) or "none")
-    if (
-        key == "url"
-        and isinstance(value, str)
-        and value.lower().startswith(("http://", "https://"))
-    ):
-        return MetaValue(value, "link")
-    if key == "command":
-        return MetaValue(str(value), "code")
-    return MetaValue(str(value))
+def _meta_value(label: str, text: str) -> MetaValue:
+    if label == "url" and text.lower().startswith(("http://", "https://")):
+        return MetaValue(text, "link")
+    if label == "command":
+        return MetaValue(text, "code")
+    return MetaValue(text)
 
 
 def _submissions(result: LeaderboardResult) -> list[dict[str, Any]]:
@@ -414,7 +411,7 @@ def _submissions(result: LeaderboardResult) -> list[dict[str, Any]]:
     for e in result.entries:
         links = _file_links(result, e)
         items = [("files", MetaValue("", "links", links))]
-        items += [(key, _meta_value(key, e.meta[key])) for key in META_ORDER if key in e.meta]
+        items += [(label, _meta_value(label, text)) for label, text in shown_fields(e.meta)]
         subs.append({"system": e.system, "fields": items})
     return subs
 
@@ -457,7 +454,7 @@ def _checks(result: LeaderboardResult) -> dict[str, Any] | None:
     }
 
 
-def question_model_note(manifest: dict[str, Any]) -> str | None:
+def question_model_note(manifest: DatasetManifest | Mapping[str, Any]) -> str | None:
     """Why this dataset's questions are weak, when a small local model wrote them; else None."""
     facts = dataset_facts(manifest)
     model = facts.question_model

@@ -14,7 +14,6 @@ from searchtome.leaderboard.curves import (
 from searchtome.leaderboard.results import (
     CURVES_KEY,
     MAIN_MEASURES,
-    META_ORDER,
     LeaderboardResult,
 )
 from searchtome.leaderboard.seed_pages import markdown_lines as seed_lines
@@ -27,6 +26,7 @@ from searchtome.leaderboard.tables import (
     short_note,
 )
 from searchtome.leaderboard.text import md_code, md_escape, md_url
+from searchtome.submissions.meta import shown_fields
 
 
 def render_markdown(result: LeaderboardResult) -> str:
@@ -61,15 +61,8 @@ def render_markdown(result: LeaderboardResult) -> str:
         for e in result.entries:
             parts.append(f"### {md_escape(e.system)}")
             parts.append("")
-            for key in META_ORDER:
-                if key in e.meta:
-                    value = e.meta[key]
-                    text = (
-                        (", ".join(map(str, value)) or "none")
-                        if isinstance(value, list)
-                        else str(value)
-                    )
-                    parts.append(f"- **{key}**: {md_escape(text)}")
+            for label, text in shown_fields(e.meta):
+                parts.append(f"- **{label}**: {md_escape(text)}")
             parts.append("")
     if result.rejected:
         parts += ["## Rejected submissions", ""]

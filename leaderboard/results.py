@@ -15,12 +15,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.scoring import beyond_depth
 from searchtome.leaderboard.systems import SystemCard
 from searchtome.leaderboard.text import fmt_p
+from searchtome.submissions.meta import RunMeta
 from searchtome.submissions.validate import ValidationReport
 
+from searchtome.dataset.manifest import DatasetManifest
 from searchtome.io import PathLike
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.structure import STRUCTURE_MEASURES
@@ -33,18 +36,6 @@ CURVES_KEY = "learning_curves"  # dev R@1 per epoch: leaderboard.json's key and 
 CURVES_TITLE = "Dev R@1 and training loss per epoch of the trained baselines"
 SHORT = "—"  # shown instead of a value whose cut-off lies beyond the system's ranking depth
 AGGREGATE = "macro mean over domains (each domain weighs the same)"
-# Submission metadata shown on the pages, in this order.
-META_ORDER = (
-    "description",
-    "url",
-    "models",
-    "trained_on",
-    "hardware",
-    "date",
-    "dataset_revision",
-    "license",
-    "command",
-)
 
 
 @dataclass(frozen=True)
@@ -90,19 +81,18 @@ class DatasetFacts:
         return f"{self.name}{f' (revision {self.revision})' if self.revision else ''}"
 
 
-def dataset_facts(manifest: Mapping[str, Any]) -> DatasetFacts:
-    """The manifest's name, revision and question writer (``generation``; older manifests keep
-    the writer's fields flat)."""
-    rev = manifest.get("revision") or manifest.get("version")
-    gen = manifest.get("generation")
-    gen = gen if isinstance(gen, Mapping) else {}
-    note = gen.get("note")
+def dataset_facts(manifest: DatasetManifest | Mapping[str, Any]) -> DatasetFacts:
+    """The manifest's name, revision label and question writer; a mapping (a ``manifest.json``,
+    the ``dataset`` record of a ``leaderboard.json``) is read as a manifest, an older flat one
+    through the manifest's upgrade."""
+    if not isinstance(manifest, DatasetManifest):
+        manifest = DatasetManifest.from_dict(manifest, "the leaderboard's dataset record")
     return DatasetFacts(
-        name=str(manifest.get("name") or "dataset"),
-        revision=str(rev) if rev else "",
-        question_model=str(gen.get("model") or manifest.get("model") or ""),
-        endpoint_kind=str(gen.get("endpoint_kind") or manifest.get("endpoint_kind") or ""),
-        question_note=note if isinstance(note, str) else "",
+        name=manifest.name or "dataset",
+        revision=manifest.label or "",
+        question_model=manifest.question_model or "",
+        endpoint_kind=manifest.question_endpoint or "",
+        question_note=manifest.question_note or "",
     )
 
 
@@ -117,7 +107,7 @@ class Entry:
     micro: dict[str, float]
     per_domain: dict[str, dict[str, float]]
     per_book: dict[str, dict[str, float]]
-    meta: dict[str, Any]
+    meta: RunMeta  # the submission's meta.json
     path: str
     n_queries: int
     validation: dict[str, Any]
@@ -296,6 +286,130 @@ def curve_groups(curves: Mapping[str, LearningCurve]) -> list[list[str]]:
     return groups
 
 
+# -- seed groups (docs/seeds.md) --------------------------------------------------------------
+# What leaderboard.seeds reports; leaderboard.json's ``seeds`` section is written and read by
+# :mod:`~searchtome.leaderboard.document`, which owns that file.
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    system: str
+    seed: int | None
+    path: str
+    aggregate: dict[str, float]
+    config_differences: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SeedGroup:
+    """A system's runs, the one on the main table first, then the seed runs by seed."""
+
+    system: str
+    runs: list[SeedRun]
+
+    @property
+    def seeds(self) -> list[int | None]:
+        return [r.seed for r in self.runs]
+
+    @property
+    def measures(self) -> list[str]:
+        """The measures each run was scored on, in the scorer's order."""
+        return list(self.runs[0].aggregate)
+
+    def values(self, measure: str) -> np.ndarray:
+        return np.asarray([r.aggregate[measure] for r in self.runs])
+
+    def mean(self, measure: str) -> float:
+        return float(self.values(measure).mean())
+
+    def sd(self, measure: str) -> float | None:
+        """Sample standard deviation over seeds (n − 1); ``None`` for one run."""
+        v = self.values(measure)
+        return float(v.std(ddof=1)) if v.size > 1 else None
+
+    def low(self, measure: str) -> float:
+        return float(self.values(measure).min())
+
+    def high(self, measure: str) -> float:
+        return float(self.values(measure).max())
+
+
+@dataclass(frozen=True)
+class GroupTest:
+    """Group ``a`` − group ``b`` on one measure and query set, over seeds and questions."""
+
+    label: str  # "all queries" or "≤ 5" (rare leaves)
+    measure: str
+    n_queries: int
+    mean_a: float  # mean over a's runs of each run's value
+    mean_b: float
+    diff: float
+    ci_low: float  # 95% two-level bootstrap interval of the difference
+    ci_high: float
+    p_value: float  # two-sided, from the same bootstrap (see docs/seeds.md)
+    p_at_floor: bool
+    p_outperform: float  # P(a's run beats b's run) over every pair of runs, ties count ½
+
+    def p_text(self, replicates: int) -> str:
+        return f"< {fmt_p(2.0 / (replicates + 1))}" if self.p_at_floor else fmt_p(self.p_value)
+
+
+@dataclass(frozen=True)
+class RunPairTest:
+    """The pre-declared rare-leaf test on one run of ``a`` against one run of ``b``."""
+
+    a: str
+    seed_a: int | None
+    b: str
+    seed_b: int | None
+    test: PairedTest
+
+
+@dataclass(frozen=True)
+class GroupComparison:
+    a: str
+    b: str
+    pre_declared: bool  # the build's pair (--pair); the others are descriptive
+    seeds_a: list[int | None]
+    seeds_b: list[int | None]
+    overall: list[GroupTest]
+    rare_max: int
+    rare_pooled: GroupTest | None
+    rare_runs: list[RunPairTest]
+    note: str = ""
+
+
+SEED_RULE = "a folder <system>-seed<N> whose meta.json records seed N repeats <system>"
+SD_RULE = "sample standard deviation over seeds (n - 1)"
+TEST_RULE = (
+    "two-level bootstrap: questions (within each domain) and each system's runs "
+    "resampled with replacement; p = 2 min(share <= 0, share >= 0)"
+)
+RARE_RUNS_RULE = (
+    "the pre-declared rare-leaf test (two-sided paired randomization) on every pair of runs"
+)
+
+
+@dataclass(frozen=True)
+class SeedSettings:
+    """How the seed report was computed, and its rules in words (as the file records them)."""
+
+    bootstrap: int
+    permutations: int
+    seed: int
+    rule: str = SEED_RULE
+    sd: str = SD_RULE
+    test: str = TEST_RULE
+    rare_runs: str = RARE_RUNS_RULE
+
+
+@dataclass(frozen=True)
+class SeedReport:
+    groups: list[SeedGroup]  # the groups with two runs or more, in rank order
+    comparisons: list[GroupComparison]
+    settings: SeedSettings
+
+
 # -- the whole build ---------------------------------------------------------------------------
 
 
@@ -305,7 +419,7 @@ class LeaderboardResult:
 
     out_dir: Path
     split: str
-    dataset: dict[str, Any]  # the manifest as recorded: everything but the file hashes
+    dataset: DatasetManifest  # leaderboard.json records it without the file hashes
     entries: list[Entry]
     rejected: list[ValidationReport]
     comparison: ComparisonReport | None
@@ -317,7 +431,7 @@ class LeaderboardResult:
     paired: PairedAnalysis | None = None
     curves: dict[str, LearningCurve] = field(default_factory=dict)  # system → its training
     colours: dict[str, str] = field(default_factory=dict)  # system → its colour, page-wide
-    seeds: Any = None  # a seeds.SeedReport when some system has seed runs (docs/seeds.md)
+    seeds: SeedReport | None = None  # when some system has seed runs (docs/seeds.md)
 
     @property
     def best(self) -> str | None:

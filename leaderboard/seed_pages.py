@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from searchtome.leaderboard.html_cells import Cell, Column, Table
-from searchtome.leaderboard.results import MAIN_MEASURES
-from searchtome.leaderboard.seeds import RARE_MEASURE, GroupComparison, SeedGroup, SeedReport
+from searchtome.leaderboard.results import MAIN_MEASURES, GroupComparison, SeedGroup, SeedReport
+from searchtome.leaderboard.seeds import RARE_MEASURE
 from searchtome.leaderboard.text import md_escape
 
 HEADING = "Seed spread"
@@ -49,7 +49,7 @@ INTRO = (
 
 def tables(report: SeedReport) -> list[SeedTable]:
     """The section's tables: spread per group, runs, differences, rare-leaf tests."""
-    measures = list(report.groups[0].runs[0].aggregate) if report.groups else []
+    measures = report.groups[0].measures if report.groups else []
     out = [
         SeedTable(
             "seed-spread-table",
@@ -75,7 +75,7 @@ def tables(report: SeedReport) -> list[SeedTable]:
             text_columns=(2, 3 + len(MAIN_MEASURES)),
         ),
     ]
-    b = report.settings["bootstrap"]
+    b = report.settings.bootstrap
     for c in report.comparisons:
         out += _comparison_tables(c, b)
     return out

@@ -20,15 +20,23 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 from searchtome.leaderboard.analyses import RARE_MAX, Resampling, paired_analysis
-from searchtome.leaderboard.results import MAIN_MEASURES, PairedTest, relative
+from searchtome.leaderboard.results import (
+    MAIN_MEASURES,
+    GroupComparison,
+    GroupTest,
+    RunPairTest,
+    SeedGroup,
+    SeedReport,
+    SeedRun,
+    SeedSettings,
+    relative,
+)
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.significance import BLOCK, CI_DECIMALS
-from searchtome.leaderboard.text import fmt_p
 from searchtome.submissions.meta import RunMeta, parse_run_meta
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.schema import META_FILE
@@ -110,133 +118,6 @@ def config_differences(base: Mapping[str, Any] | None, run: Mapping[str, Any] | 
     a, b = base or {}, run or {}
     keys = sorted((set(a) | set(b)) - EXECUTION_KEYS)
     return [f"{k}: {a.get(k)!r} → {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
-
-
-# -- the report's types ---------------------------------------------------------------------------
-
-
-@dataclass
-class SeedRun:
-    system: str
-    seed: int | None
-    path: str
-    aggregate: dict[str, float]
-    config_differences: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class SeedGroup:
-    """A system's runs, the one on the main table first, then the seed runs by seed."""
-
-    system: str
-    runs: list[SeedRun]
-
-    @property
-    def seeds(self) -> list[int | None]:
-        return [r.seed for r in self.runs]
-
-    def values(self, measure: str) -> np.ndarray:
-        return np.asarray([r.aggregate[measure] for r in self.runs])
-
-    def mean(self, measure: str) -> float:
-        return float(self.values(measure).mean())
-
-    def sd(self, measure: str) -> float | None:
-        """Sample standard deviation over seeds (n − 1); ``None`` for one run."""
-        v = self.values(measure)
-        return float(v.std(ddof=1)) if v.size > 1 else None
-
-    def to_dict(self) -> dict[str, Any]:
-        measures = list(self.runs[0].aggregate)
-        return {
-            "system": self.system,
-            "n_seeds": len(self.runs),
-            "seeds": self.seeds,
-            "runs": [r.to_dict() for r in self.runs],
-            "mean": {m: self.mean(m) for m in measures},
-            "sd": {m: self.sd(m) for m in measures},
-            "min": {m: float(self.values(m).min()) for m in measures},
-            "max": {m: float(self.values(m).max()) for m in measures},
-        }
-
-
-@dataclass
-class GroupTest:
-    """Group ``a`` − group ``b`` on one measure and query set, over seeds and questions."""
-
-    label: str  # "all queries" or "≤ 5" (rare leaves)
-    measure: str
-    n_queries: int
-    mean_a: float  # mean over a's runs of each run's value
-    mean_b: float
-    diff: float
-    ci_low: float  # 95% two-level bootstrap interval of the difference
-    ci_high: float
-    p_value: float  # two-sided, from the same bootstrap (see docs/seeds.md)
-    p_at_floor: bool
-    p_outperform: float  # P(a's run beats b's run) over every pair of runs, ties count ½
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    def p_text(self, replicates: int) -> str:
-        return f"< {fmt_p(2.0 / (replicates + 1))}" if self.p_at_floor else fmt_p(self.p_value)
-
-
-@dataclass
-class RunPairTest:
-    """The pre-declared rare-leaf test on one run of ``a`` against one run of ``b``."""
-
-    a: str
-    seed_a: int | None
-    b: str
-    seed_b: int | None
-    test: PairedTest
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **{k: v for k, v in self.__dict__.items() if k != "test"},
-            **{f.name: getattr(self.test, f.name) for f in fields(self.test)},
-        }
-
-
-@dataclass
-class GroupComparison:
-    a: str
-    b: str
-    pre_declared: bool  # the build's pair (--pair); the others are descriptive
-    seeds_a: list[int | None]
-    seeds_b: list[int | None]
-    overall: list[GroupTest]
-    rare_max: int
-    rare_pooled: GroupTest | None
-    rare_runs: list[RunPairTest]
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **{k: v for k, v in self.__dict__.items() if k not in ("overall", "rare_pooled")},
-            "overall": [t.to_dict() for t in self.overall],
-            "rare_pooled": self.rare_pooled.to_dict() if self.rare_pooled else None,
-            "rare_runs": [t.to_dict() for t in self.rare_runs],
-        }
-
-
-@dataclass
-class SeedReport:
-    groups: list[SeedGroup]  # the groups with two runs or more, in rank order
-    comparisons: list[GroupComparison]
-    settings: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "groups": [g.to_dict() for g in self.groups],
-            "comparisons": [c.to_dict() for c in self.comparisons],
-            "settings": dict(self.settings),
-        }
 
 
 # -- the two-level bootstrap ----------------------------------------------------------------------
@@ -469,15 +350,5 @@ def seed_spread(
             pairs.append((a, pair[1], True))
         pairs += [(a, g.system, False) for g in seeded if g.system not in pair]
     comparisons = [_compare(both, groups[a], groups[b], pre, resampling) for a, b, pre in pairs]
-    settings = {
-        "bootstrap": resampling.bootstrap,
-        "permutations": resampling.permutations,
-        "seed": resampling.seed,
-        "rule": "a folder <system>-seed<N> whose meta.json records seed N repeats <system>",
-        "sd": "sample standard deviation over seeds (n - 1)",
-        "test": "two-level bootstrap: questions (within each domain) and each system's runs "
-        "resampled with replacement; p = 2 min(share <= 0, share >= 0)",
-        "rare_runs": "the pre-declared rare-leaf test (two-sided paired randomization) on every "
-        "pair of runs",
-    }
+    settings = SeedSettings(resampling.bootstrap, resampling.permutations, resampling.seed)
     return SeedReport(seeded, comparisons, settings)

@@ -41,6 +41,8 @@ class Limits:
     # Lines read at most (blank ones too): a TREC run of 100 ids for 100,000 queries fits; a
     # gigabyte of newlines is refused in seconds rather than looped over for minutes.
     max_lines: int = 10_000_000
+    # Ids one ranking may hold (the measures stop at 100; more would only cost memory).
+    max_ids: int = MAX_IDS
 
 
 DEFAULT_LIMITS = Limits()

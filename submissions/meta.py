@@ -217,6 +217,36 @@ class RunMeta(Part):
         return self.info.report
 
 
+# The fields a leaderboard page shows under each submission, in this order (labelled by name).
+SHOWN_FIELDS = (
+    "description",
+    "url",
+    "models",
+    "trained_on",
+    "hardware",
+    "date",
+    "dataset_revision",
+    "license",
+    "command",
+)
+
+
+def shown_fields(meta: RunMeta) -> list[tuple[str, str]]:
+    """(label, text) of each :data:`SHOWN_FIELDS` field the document records, in that order: a
+    list as its items joined by commas (``none`` for an empty one), any other value as text.
+
+    A field is absent only when the file lacks it: the schema refuses null and mistyped values.
+    """
+    shown = []
+    for name in SHOWN_FIELDS:
+        value = getattr(meta, name)
+        if value is None:
+            continue
+        text = (", ".join(value) or "none") if isinstance(value, tuple) else str(value)
+        shown.append((name, text))
+    return shown
+
+
 def shape_version(raw: Mapping[str, Any]) -> int:
     """The version of a ``meta.json`` object, from its shape.
 

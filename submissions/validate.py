@@ -32,7 +32,7 @@ from searchtome.submissions.problems import (
     quote,
 )
 from searchtome.submissions.reader import SubmissionFiles, open_submission, read_predictions
-from searchtome.submissions.schema import MAX_IDS, PREDICTION_FILES, RunFormat
+from searchtome.submissions.schema import PREDICTION_FILES, RunFormat
 
 from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
@@ -185,7 +185,6 @@ def validate_submission(
     run_format: RunFormat = "auto",
     limits: Limits = DEFAULT_LIMITS,
     require_meta: bool = True,
-    max_ids: int = MAX_IDS,
     keep_run: bool = True,
 ) -> ValidationReport:
     """Check a submission folder (or run file) against ``split`` of a dataset; never raises on content.
@@ -202,7 +201,7 @@ def validate_submission(
     files = open_submission(path, limits=limits, require_meta=require_meta)
     pred_path = files.predictions_path
     fmt = detect_format(pred_path, limits) if run_format == "auto" else run_format
-    check = _SplitCheck(dataset, split, max_ids, keep_run, limits)
+    check = _SplitCheck(dataset, split, keep_run, limits)
     name = files.system or files.default_name
     if fmt == "jsonl":
         check.stream_jsonl(pred_path)
@@ -308,12 +307,10 @@ def _bare_name(path: Path) -> str:
 class _SplitCheck:
     """A predictions file checked against one split, one answer at a time."""
 
-    def __init__(
-        self, dataset: Dataset, split: str, max_ids: int, keep_run: bool, limits: Limits
-    ) -> None:
+    def __init__(self, dataset: Dataset, split: str, keep_run: bool, limits: Limits) -> None:
         self.dataset = dataset
         self.split = split
-        self.max_ids = max_ids
+        self.max_ids = limits.max_ids
         self.keep_run = keep_run
         self.limits = limits
         self.expected = [q.query_id for q in dataset.queries(split)]

@@ -128,17 +128,22 @@ def _versions() -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class TrainingSet:
+    """What an adapter is trained on (one book's examples share its prompt prefix) and what
+    picks its epoch."""
+
+    books: dict[str, BookCtx]
+    train_books: Sequence[str]
+    examples: Sequence[Example]
+    dev: Sequence[Query]
+
+    def prefixes(self) -> dict[str, list[int]]:
+        return {b: self.books[b].prefix_ids for b in self.train_books}
+
+
 def adapter_key(
-    lm: LM,
-    books: dict[str, BookCtx],
-    train_books: Sequence[str],
-    examples: Sequence[Example],
-    dev: Sequence[Query],
-    cfg: GenRetConfig,
-    *,
-    system: str,
-    with_toc: bool,
-    seed: int,
+    lm: LM, data: TrainingSet, cfg: GenRetConfig, *, system: str, with_toc: bool, seed: int
 ) -> str:
     """The adapter's cache key: a hash of everything that shapes the trained weights."""
     world = distributed()[1]
@@ -157,9 +162,9 @@ def adapter_key(
             "model": model_fingerprint(cfg.lm.name),
             "dtype": str(lm.dtype),
             "config": cfg.training_fields(),
-            "examples": [[e.book_id, e.suffix, e.target, e.kind] for e in examples],
-            "prefixes": {b: books[b].prefix_ids for b in train_books},
-            "dev": [[q.query_id, q.leaf_id] for q in dev],
+            "examples": [[e.book_id, e.suffix, e.target, e.kind] for e in data.examples],
+            "prefixes": data.prefixes(),
+            "dev": [[q.query_id, q.leaf_id] for q in data.dev],
             "seed": seed,
             "versions": _versions(),
         }
@@ -179,30 +184,22 @@ class TunedAdapter:
     report: dict[str, Any]
     reused: bool
 
+    @property
+    def training(self) -> TrainingReport:
+        """The training's report, typed: what ``run_info.notes.training`` records."""
+        return TrainingReport.from_dict(self.report)
+
     def notes(self) -> dict[str, Any]:
         """What the run records about the adapter in meta.json (keys in this order)."""
+        training = self.training
         notes: dict[str, Any] = {"adapter_reused": True} if self.reused else {}
         notes["adapter"] = str(self.path)
-        notes["training"] = TrainingReport.from_dict(self.report)
-        notes["train_seconds"] = round(self.report.get("seconds", 0.0), 1)
-        notes["epochs"] = self.report.get("epochs")
-        notes["best_epoch"] = self.report.get("best_epoch")
-        notes["best_dev_r1"] = self.report.get("best_dev_r1")
+        notes["training"] = training
+        notes["train_seconds"] = round(training.seconds or 0.0, 1)
+        notes["epochs"] = training.epochs
+        notes["best_epoch"] = training.best_epoch
+        notes["best_dev_r1"] = training.best_dev_r1
         return notes
-
-
-@dataclass(frozen=True)
-class TrainingSet:
-    """What an adapter is trained on (one book's examples share its prompt prefix) and what
-    picks its epoch."""
-
-    books: dict[str, BookCtx]
-    train_books: Sequence[str]
-    examples: Sequence[Example]
-    dev: Sequence[Query]
-
-    def prefixes(self) -> dict[str, list[int]]:
-        return {b: self.books[b].prefix_ids for b in self.train_books}
 
 
 def tune_adapter(
@@ -228,10 +225,7 @@ def tune_adapter(
     # The prompt prefix (ToC for STAIR, instruction for DSI) is read by the frozen base model
     # unless adapt_toc: the same in training, dev selection and prediction.
     frozen_prefix = not cfg.training.adapt_toc
-    key = adapter_key(
-        lm, books, train_books, data.examples, data.dev, cfg,
-        system=system, with_toc=with_toc, seed=ctx.seed,
-    )  # fmt: skip
+    key = adapter_key(lm, data, cfg, system=system, with_toc=with_toc, seed=ctx.seed)
     final = ctx.cache_dir / "adapters" / key
     attach_lora(lm, cfg.lora, ctx.seed)
     cached = cfg.training.cache_adapters and (final / "adapter_config.json").is_file()

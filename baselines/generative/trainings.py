@@ -10,9 +10,12 @@ opening a log.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from searchtome.submissions.runinfo import TrainingReport
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import read_json
@@ -62,20 +65,26 @@ class TrainingStatus:
 
 
 def _status(system: str, key: str, finished: bool, report: Any, where: Path) -> TrainingStatus:
-    if not isinstance(report, dict) or not isinstance(report.get("history", []), list):
+    """A training's status from its report (``run_info.notes.training``'s shape), typed."""
+    if not isinstance(report, Mapping):
         raise SearchTomeError(f"{where}: no training report in it (not written by searchtome?)")
-    history = [row for row in report.get("history", []) if isinstance(row, dict)]
+    training = TrainingReport.from_dict(report)
+    if training.problems:  # e.g. a history that is not a list of epochs
+        raise SearchTomeError(
+            f"{where}: training.{training.problems[0]} (not written by searchtome?)"
+        )
+    history = training.history or ()
     return TrainingStatus(
         system=system,
         key=key,
         finished=finished,
-        epochs=int(report.get("epochs") or len(history)),
-        best_epoch=int(report.get("best_epoch") or 0),
-        best_dev_r1=report.get("best_dev_r1"),
-        stopped=str(report.get("stopped") or ""),
-        dev_r1=[row.get("dev_r1") for row in history],
-        seconds=float(report.get("seconds") or 0.0),
-        dev_queries=int(report.get("dev_queries") or 0),
+        epochs=training.epochs or len(history),
+        best_epoch=training.best_epoch or 0,
+        best_dev_r1=training.best_dev_r1,
+        stopped=training.stopped or "",
+        dev_r1=[row.dev_r1 for row in history],
+        seconds=float(training.seconds or 0.0),
+        dev_queries=training.dev_queries or 0,
     )
 
 

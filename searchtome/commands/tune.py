@@ -12,6 +12,7 @@ import argparse
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from searchtome.commands.run import add_common_options, config_source
@@ -23,6 +24,27 @@ DEFAULT_MEASURES = ("R@1", "R@3", "nDCG@3")
 _QUIET = ("searchtome.metrics", "searchtome.leaderboard")
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """How grid points are compared: the measures reported (the first one sorts) and how each is
+    averaged over queries: ``"macro"`` (the mean over domains of each domain's mean, as the
+    leaderboard ranks) or ``"micro"`` (the mean over all queries)."""
+
+    measures: tuple[str, ...] = DEFAULT_MEASURES
+    aggregate: str = "macro"
+
+    def __post_init__(self) -> None:
+        from searchtome.errors import SearchTomeError, unknown_name
+
+        if self.aggregate not in AGGREGATES:
+            raise unknown_name("aggregate", self.aggregate, AGGREGATES)
+        if not self.measures:
+            raise SearchTomeError("tune needs at least one measure (the first one sorts)")
+
+
+DEFAULT_RANKING = Ranking()
+
+
 def tune(
     name: str,
     data: Any,
@@ -30,22 +52,16 @@ def tune(
     split: str = "dev",
     config: Mapping[str, Any] | str | None = None,
     overrides: Sequence[str] | Mapping[str, Any] | None = None,
-    measures: Sequence[str] = DEFAULT_MEASURES,
+    ranking: Ranking = DEFAULT_RANKING,
     seed: int = DEFAULT_SEED,
-    aggregate: str = "macro",
 ) -> list[dict[str, Any]]:
-    """Score every grid point on ``split`` (dev by default); rows sorted best first.
-
-    ``aggregate`` is ``"macro"`` (the mean over domains of each domain's mean, as the leaderboard
-    ranks) or ``"micro"`` (the mean over all queries); the first measure sorts.
-    """
+    """Score every grid point on ``split`` (dev by default); rows sorted best first by
+    ``ranking`` (default: R@1, R@3, nDCG@3, macro means, as the leaderboard ranks)."""
     from searchtome.baselines.runner import grid_search
     from searchtome.dataset import Dataset, load
-    from searchtome.errors import unknown_name
     from searchtome.leaderboard import score_runs
 
-    if aggregate not in AGGREGATES:
-        raise unknown_name("aggregate", aggregate, AGGREGATES)
+    measures, aggregate = ranking.measures, ranking.aggregate
     dataset = data if isinstance(data, Dataset) else load(data)
 
     def score(run: Any) -> dict[str, float]:
@@ -80,9 +96,8 @@ def _command(args: argparse.Namespace) -> int:
         split=args.split,
         config=config_source(args.config),
         overrides=args.set,
-        measures=measures,
+        ranking=Ranking(measures, args.aggregate),
         seed=args.seed,
-        aggregate=args.aggregate,
     )
     keys = list(grid)
     print("| " + " | ".join(keys + list(measures)) + " | s |")

@@ -349,6 +349,25 @@ class DatasetManifest(Record):
         return self.source.repository if isinstance(self.source, Source) else None
 
     @property
+    def question_model(self) -> str | None:
+        """The model that wrote the questions (a release's: every model seen, as text)."""
+        model = self.generation.model if self.generation is not None else None
+        return None if model is None else str(model)
+
+    @property
+    def question_endpoint(self) -> str | None:
+        """How that model was reached: ``local``, an API, ..."""
+        return self.generation.endpoint_kind if self.generation is not None else None
+
+    @property
+    def question_note(self) -> str | None:
+        """The build's note on the questions (why a local model's are weak); a release's
+        generation record has no such field, so a note there is one of its extra keys."""
+        gen = self.generation
+        note = gen.note if isinstance(gen, Generation) else gen.extra.get("note") if gen else None
+        return note if isinstance(note, str) else None
+
+    @property
     def label(self) -> str | None:
         """A ``revision`` or ``version`` a hand-written manifest records (ours record none)."""
         value = self.extra.get("revision") or self.extra.get("version")

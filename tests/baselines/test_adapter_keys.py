@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 
 from searchtome.baselines.generative import adapters  # noqa: E402
 from searchtome.baselines.generative.adapters import (  # noqa: E402
+    TrainingSet,
     adapter_key,
     build_examples,
     dev_sample,
@@ -109,10 +110,8 @@ def keys(tiny_lm_dir: Path, tiny_dataset: Path) -> dict[tuple, str]:
             }
             examples = build_examples(lm, ds, books, ["alpha-bio"], cfg)
             dev = dev_sample(ds, ["alpha-bio"], cfg.dev_max_queries, seed)
-            got[pin] = adapter_key(
-                lm, books, ["alpha-bio"], examples, dev, cfg,
-                system=system, with_toc=with_toc, seed=seed,
-            )  # fmt: skip
+            data = TrainingSet(books, ["alpha-bio"], examples, dev)
+            got[pin] = adapter_key(lm, data, cfg, system=system, with_toc=with_toc, seed=seed)
     return got
 
 

@@ -20,7 +20,7 @@ from searchtome.baselines.runner import (
 )
 
 from searchtome.cli import main
-from searchtome.commands.tune import tune
+from searchtome.commands.tune import Ranking, tune
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from searchtome.records import Run
@@ -201,7 +201,7 @@ def test_tune_ranks_by_the_macro_mean_over_domains_unless_told(tiny_dataset, mon
         registry.BASELINES._entries, "fake", registry.BaselineSpec("fake", "test", _PickCfg, fake)
     )
     grid = {"pick": ["a", "b"]}
-    micro = tune("fake", ds, grid, aggregate="micro")
+    micro = tune("fake", ds, grid, ranking=Ranking(aggregate="micro"))
     macro = tune("fake", ds, grid)  # macro is the default, as the leaderboard ranks
     assert [r["setting"]["pick"] for r in micro] == ["a", "b"]
     assert [r["setting"]["pick"] for r in macro] == ["b", "a"]
@@ -217,7 +217,7 @@ def test_tune_ranks_by_the_macro_mean_over_domains_unless_told(tiny_dataset, mon
     table = json.loads(out.read_text())
     assert table["aggregate"] == "micro" and table["rows"][0]["setting"] == {"pick": "a"}
     with pytest.raises(SearchTomeError, match="unknown aggregate 'macor'"):
-        tune("fake", ds, grid, aggregate="macor")
+        tune("fake", ds, grid, ranking=Ranking(aggregate="macor"))
 
 
 def test_depth_and_gzip(tiny_dataset, tmp_path):

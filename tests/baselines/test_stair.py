@@ -545,17 +545,15 @@ def test_the_adapter_key_covers_the_dev_beam_count_only_where_dev_selection_read
 ) -> None:
     from dataclasses import replace
 
-    from searchtome.baselines.generative.adapters import adapter_key
+    from searchtome.baselines.generative.adapters import TrainingSet, adapter_key
 
     lm, ds, ctx = _setup(tiny_lm_dir, tiny_dataset)
     examples = build_examples(lm, ds, {"alpha-bio": ctx}, ["alpha-bio"], CFG)
     dev = ds.queries("dev")[:2]
 
     def key(cfg: GenRetConfig) -> str:
-        return adapter_key(
-            lm, {"alpha-bio": ctx}, ["alpha-bio"], examples, dev, cfg,
-            system="stair", with_toc=True, seed=0,
-        )  # fmt: skip
+        data = TrainingSet({"alpha-bio": ctx}, ["alpha-bio"], examples, dev)
+        return adapter_key(lm, data, cfg, system="stair", with_toc=True, seed=0)
 
     greedy = {key(replace(CFG, num_beams=n)) for n in (3, 10)}
     beam = {key(replace(CFG, dev_decode="beam", num_beams=n)) for n in (3, 10)}

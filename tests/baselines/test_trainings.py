@@ -75,3 +75,14 @@ def test_an_empty_cache_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path))
     assert main(["ls", "trainings"]) == 0
     assert "no trained or resumable adapters" in capsys.readouterr().out
+
+
+def test_a_mistyped_training_report_names_the_field(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path))
+    folder = tmp_path / "baselines" / "dsi" / "adapters" / "gggg"
+    folder.mkdir(parents=True)
+    report = {**_report(2, [0.1, 0.2]), "history": {"epoch": 1}}
+    (folder / "searchtome.json").write_text(json.dumps({"training": report}))
+    assert main(["ls", "trainings"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "gggg/searchtome.json: training.history must be a list" in err[0]

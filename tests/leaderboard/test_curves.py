@@ -13,6 +13,7 @@ from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.curves import curve_from_meta, curve_grid, learning_curves
 from searchtome.leaderboard.results import Entry, LeaderboardResult, curve_groups
 from searchtome.submissions import make_meta, write_submission
+from searchtome.submissions.meta import parse_run_meta
 
 from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
@@ -106,7 +107,7 @@ def test_a_malformed_history_names_the_file_and_the_field(
 
 
 def _entry(system: str, meta: dict[str, Any]) -> Entry:
-    return Entry(1, system, {}, {}, {}, {}, meta, system, 0, {})
+    return Entry(1, system, {}, {}, {}, {}, parse_run_meta(meta), system, 0, {})
 
 
 def test_learning_curves_name_the_submission_folder(tmp_path: Path) -> None:

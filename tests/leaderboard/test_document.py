@@ -4,6 +4,7 @@ same bytes, and check statuses are an enum that prints as before."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -20,9 +21,28 @@ from searchtome.leaderboard.document import (
     upgrade,
 )
 from searchtome.leaderboard.expectations import Expectations, read_expectations
-from searchtome.leaderboard.results import CheckResult, CheckStatus, Entry, LeaderboardSettings
+from searchtome.leaderboard.results import (
+    CheckResult,
+    CheckStatus,
+    DatasetFacts,
+    Entry,
+    LeaderboardSettings,
+    PairedTest,
+    dataset_facts,
+)
+from searchtome.leaderboard.seeds import (
+    GroupComparison,
+    GroupTest,
+    RunPairTest,
+    SeedGroup,
+    SeedReport,
+    SeedRun,
+    SeedSettings,
+)
+from searchtome.submissions.meta import RunMeta
 
 from searchtome.dataset.loader import load
+from searchtome.dataset.manifest import DatasetManifest
 from searchtome.errors import SearchTomeError
 from searchtome.io import dumps
 
@@ -151,7 +171,7 @@ def test_status_bounds() -> None:
 
 
 def test_run_checks_and_the_report() -> None:
-    entry = Entry(1, "a", {"R@1": 0.5, "R@5": 0.7}, {}, {}, {}, {}, "a", 10, {}, depth=3)
+    entry = Entry(1, "a", {"R@1": 0.5, "R@5": 0.7}, {}, {}, {}, RunMeta(), "a", 10, {}, depth=3)
     wanted = Expectations.from_dict(
         {
             "tolerance": 0.01,
@@ -185,3 +205,59 @@ def test_the_committed_expectations_read_and_write_back_byte_identical() -> None
     assert Expectations.from_dict(both).to_dict() == both
     with pytest.raises(SearchTomeError, match="a/R@1: value must be a number"):
         Expectations.from_dict({"systems": {"a": {"R@1": "high"}}})
+
+
+def test_the_dataset_facts_are_read_through_the_manifest_old_flat_records_included() -> None:
+    record = read_document(COMMITTED / "leaderboard.json").dataset
+    typed = DatasetManifest.from_dict(record)
+    assert dataset_facts(record) == dataset_facts(typed)
+    assert dataset_facts(typed).name == record["name"] and typed.to_dict(files=False) == record
+    flat = {"name": "old", "version": "0.3", "model": "m", "endpoint_kind": "local"}
+    assert dataset_facts(flat) == DatasetFacts("old", "0.3", "m", "local", "")
+    assert dataset_facts({}) == DatasetFacts("dataset", "", "", "", "")
+    with pytest.raises(SearchTomeError, match=r"dataset record: generation\.model"):
+        dataset_facts({"generation": {"model": 5}})
+
+
+def _seed_report(nan: float) -> SeedReport:
+    """Two groups, one comparison with a pooled rare-leaf test and one run pair; ``nan`` in the
+    places a ``--bootstrap 0`` build leaves without a value."""
+    agg = {"R@1": 0.5, "R@3": 0.75, "nDCG@3": 0.625}
+    runs = [SeedRun("a", 42, "a", agg), SeedRun("a-seed1", 1, "a-seed1", agg, ["lr: 1 → 2"])]
+    groups = [SeedGroup("a", runs), SeedGroup("b", [SeedRun("b", None, "b", dict(agg))])]
+    overall = GroupTest("all queries", "R@1", 10, 0.5, 0.25, 0.25, nan, nan, nan, False, 0.75)
+    pooled = GroupTest("≤ 5", "R@1", 3, 0.5, 0.0, 0.5, 0.1, 0.9, 0.02, True, 1.0)
+    pair = PairedTest("≤ 5", 3, 0.5, 0.0, 0.5, nan, nan, 0.25, mcnemar_p=0.5)
+    comparison = GroupComparison(
+        "a", "b", True, [42, 1], [None], [overall], 5, pooled,
+        [RunPairTest("a", 42, "b", None, pair)], note="b has one run",
+    )  # fmt: skip
+    return SeedReport(groups, [comparison], SeedSettings(0, 10, 7))
+
+
+def test_the_seeds_section_is_typed_and_round_trips_byte_identical() -> None:
+    committed = read_document(COMMITTED / "leaderboard.json")
+    assert committed.seeds is None  # no seed runs committed: no section
+    doc = dataclasses.replace(committed, seeds=_seed_report(math.nan))
+    text = to_json(doc)
+    raw = json.loads(text)
+    group = raw["seeds"]["groups"][0]
+    assert group["seeds"] == [42, 1] and group["sd"]["R@1"] == 0.0 and group["n_seeds"] == 2
+    assert raw["seeds"]["comparisons"][0]["overall"][0]["p_value"] is None  # NaN as null
+    assert raw["seeds"]["comparisons"][0]["rare_runs"][0]["seed_b"] is None
+    again = from_dict(raw)
+    assert isinstance(again.seeds, SeedReport) and again.extra == {}
+    assert to_json(again) == text
+    # NaN aside (it equals nothing), the typed report read back is the one written.
+    assert math.isnan(again.seeds.comparisons[0].overall[0].p_value)
+    same = dataclasses.replace(committed, seeds=_seed_report(0.0))
+    assert from_dict(json.loads(to_json(same))).seeds == same.seeds
+
+
+def test_a_seeds_section_with_an_unknown_field_is_refused_in_one_line() -> None:
+    raw = json.loads((COMMITTED / "leaderboard.json").read_text(encoding="utf-8"))
+    doc = dataclasses.replace(from_dict(raw), seeds=_seed_report(0.0))
+    bad = json.loads(to_json(doc))
+    bad["seeds"]["groups"][0]["spread"] = 1
+    with pytest.raises(SearchTomeError, match="not a leaderboard this searchtome reads"):
+        from_dict(bad)

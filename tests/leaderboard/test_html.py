@@ -25,6 +25,7 @@ from searchtome.leaderboard.results import LeaderboardResult
 from searchtome.submissions import make_meta, write_submission
 
 from searchtome.dataset.loader import Dataset, load
+from searchtome.dataset.manifest import DatasetManifest
 from searchtome.llm.local import SMOLLM2_LABEL, SMOLLM2_NOTE
 
 from .chromium import Chromium, find_chromium
@@ -205,7 +206,7 @@ def test_one_domain_is_not_repeated_as_its_average(board: LeaderboardResult) -> 
 def test_banner_when_a_small_local_model_wrote_the_questions(board: LeaderboardResult) -> None:
     assert 'id="question-model"' not in render_html(board, {})
     smol = {"name": "demo", "generation": {"model": SMOLLM2_LABEL, "note": SMOLLM2_NOTE}}
-    page = render_html(dataclasses.replace(board, dataset=smol), {})
+    page = render_html(dataclasses.replace(board, dataset=DatasetManifest.from_dict(smol)), {})
     assert 'class="banner" id="question-model"' in page
     assert "<code>searchtome build --endpoint local</code>" in page
     mixtral = {

@@ -20,6 +20,7 @@ import pytest
 from searchtome.leaderboard.analyses import RARE_MAX, Resampling, paired_analysis
 from searchtome.leaderboard.build import build_leaderboard
 from searchtome.leaderboard.checks import summary
+from searchtome.leaderboard.document import read_document, seeds_to_dict, to_json
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.seeds import (
     GroupComparison,
@@ -257,8 +258,8 @@ def test_mean_and_sd_over_seeds_are_numpys(seeded: Seeded, report: SeedReport) -
         ]
         measures = alone[0].all_measures
         values = {m: [b.aggregate(b.systems[0].system)[m] for b in alone] for m in measures}
-        as_dict = group.to_dict()
-        assert list(as_dict["mean"]) == measures
+        as_dict = seeds_to_dict(SeedReport([group], [], report.settings))["groups"][0]
+        assert group.measures == measures and list(as_dict["mean"]) == measures
         for m, v in values.items():
             assert as_dict["mean"][m] == pytest.approx(np.mean(v), abs=1e-12), (system, m)
             assert as_dict["sd"][m] == pytest.approx(np.std(v, ddof=1), abs=1e-12), (system, m)
@@ -334,7 +335,7 @@ def test_a_group_of_one_against_seeds_says_so_and_nothing_is_random(seeded: Seed
     assert c.note == "dsi has one run: its seed variance is not in the test"
     assert len(c.rare_runs) == 3
     again = seed_spread(*args)
-    assert again is not None and again.to_dict() == out.to_dict()
+    assert again is not None and seeds_to_dict(again) == seeds_to_dict(out)
 
 
 @needs_data
@@ -373,10 +374,10 @@ def test_seed_runs_add_a_section_and_change_nothing_else(
     result = build_leaderboard(whole_child, "submissions", out, check=BOARD / "expected.json")
     assert summary(result.checks) == "check: OK (0 of 135 failed)"
     _assert_committed_board(out)
-    groups = {
-        g["system"]: g["seeds"]
-        for g in json.loads((out / "leaderboard.json").read_text())["seeds"]["groups"]
-    }
+    text = (out / "leaderboard.json").read_text()
+    groups = {g["system"]: g["seeds"] for g in json.loads(text)["seeds"]["groups"]}
+    doc = read_document(out / "leaderboard.json")  # the seeds section typed, written back as read
+    assert doc.seeds == result.seeds and doc.extra == {} and to_json(doc) == text
     assert groups["stair"][0] == 42 and groups["stair"][-2:] == [101, 102]
     assert groups["dsi"][0] == 42 and groups["dsi"][-1] == 101
     md = (out / "leaderboard.md").read_text()

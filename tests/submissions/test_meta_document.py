@@ -22,6 +22,7 @@ from searchtome.submissions.meta import (
     parse_run_meta,
     read_run_meta,
     shape_version,
+    shown_fields,
     write_meta,
 )
 from searchtome.submissions.runinfo import Epoch, RunInfo, RunReport, TrainingReport, all_problems
@@ -168,3 +169,21 @@ def test_run_meta_is_a_frozen_document() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         meta.system = "y"  # type: ignore[misc]
     assert meta.info == RunInfo(null_keys=frozenset()) and meta.report == RunReport()
+
+
+def test_the_shown_fields_are_in_order_lists_joined_absent_ones_left_out() -> None:
+    meta = parse_run_meta(
+        {
+            "command": "searchtome run bm25",
+            "models": [],
+            "trained_on": ["a", "b"],
+            "description": "lexical",
+            "seed": 3,  # recorded but not one of the shown fields
+        }
+    )
+    assert shown_fields(meta) == [
+        ("description", "lexical"),
+        ("models", "none"),
+        ("trained_on", "a, b"),
+        ("command", "searchtome run bm25"),
+    ]

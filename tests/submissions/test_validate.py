@@ -104,6 +104,19 @@ def test_missing_queries_error_and_partial(tmp_path: Path, ds: Dataset) -> None:
     assert any("scored as misses (--partial)" in str(w) for w in partial.warnings)
 
 
+def test_the_ids_per_ranking_cap_is_one_of_the_limits(tmp_path: Path, ds: Dataset) -> None:
+    q = ds.queries("test")[0]
+    others = [x.leaf_id for x in ds.queries("test") if x.leaf_id != q.leaf_id]
+    ranking = list(dict.fromkeys([q.leaf_id, *others]))[:3]
+    folder = write_submission(
+        tmp_path / "sys", Run("sys", {q.query_id: tuple(ranking)}), meta_for()
+    )
+    p = folder / "predictions.jsonl"
+    capped = error_messages(validate_submission(folder, ds, partial=True, limits=Limits(max_ids=2)))
+    assert f"{p}:1: leaf_ids: 3 ids for query {q.query_id!r}; at most 2 allowed" in capped
+    assert validate_submission(folder, ds, partial=True).ok
+
+
 def test_size_limits_and_decompression_bombs(tmp_path: Path, ds: Dataset) -> None:
     folder = submission_folder(tmp_path, ds, all_lines(ds))
     p = folder / "predictions.jsonl"
