@@ -524,9 +524,7 @@ class Encoder:
         max_tokens: int,
         desc: str,
     ) -> None:
-        import torch
-
-        from searchtome.threads import use_torch_threads
+        from searchtome.threads import torch_threads
 
         c = self.config
         role, prefix = prompt
@@ -534,9 +532,7 @@ class Encoder:
         # Length order keeps padding small; ties by key, so the order never depends on input order.
         lengths = dict(zip(todo, self.count_tokens([text_of[k] for k in todo]), strict=True))
         order = sorted(todo, key=lambda k: (lengths[k], k))
-        previous_threads = torch.get_num_threads()
-        use_torch_threads(c.threads)
-        try:
+        with torch_threads(c.threads):
             bar = progress(total=len(order), desc=desc, unit="text")
             for start in range(0, len(order), c.batch_size):
                 batch_keys = order[start : start + c.batch_size]
@@ -549,8 +545,6 @@ class Encoder:
                 self.stats["encoded"] += len(batch_keys)
                 bar.update(len(batch_keys))
             bar.close()
-        finally:
-            torch.set_num_threads(previous_threads)
 
     @cached_property
     def dim(self) -> int:

@@ -266,7 +266,7 @@ def train(
     from searchtome.io import staged_dir, write_json
     from searchtome.llm.models import resolve
     from searchtome.settings import hf_offline_env
-    from searchtome.threads import use_torch_threads
+    from searchtome.threads import torch_threads
 
     hf_offline_env()
     import torch
@@ -275,13 +275,11 @@ def train(
     from sentence_transformers.sentence_transformer import losses
 
     start = time.perf_counter()
-    previous = torch.get_num_threads()
-    threads = use_torch_threads(config.threads)
-    torch.manual_seed(seed)
-    model = SentenceTransformer(resolve(config.encoder.model), device="cpu")
-    model.max_seq_length = config.max_seq_length
-    history: list[dict[str, Any]] = []
-    try:
+    with torch_threads(config.threads) as threads:
+        torch.manual_seed(seed)
+        model = SentenceTransformer(resolve(config.encoder.model), device="cpu")
+        model.max_seq_length = config.max_seq_length
+        history: list[dict[str, Any]] = []
         with staged_dir(path) as tmp:
             with tempfile.TemporaryDirectory(prefix="searchtome-finetune-") as work:
                 trainer = _trainer(model, config, seed, HFDataset.from_list(rows), work, losses)
@@ -300,8 +298,6 @@ def train(
                 "seed": seed,
             }
             write_json(tmp / "report.json", report)
-    finally:
-        torch.set_num_threads(previous)
     return report
 
 

@@ -104,7 +104,7 @@ def train_cross_encoder(
     from searchtome.io import staged_dir, write_json
     from searchtome.llm.models import resolve
     from searchtome.settings import hf_offline_env
-    from searchtome.threads import use_torch_threads
+    from searchtome.threads import torch_threads
 
     hf_offline_env()
     import torch
@@ -117,12 +117,10 @@ def train_cross_encoder(
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
     start = time.perf_counter()
-    previous = torch.get_num_threads()
-    threads = use_torch_threads(config.threads)
-    torch.manual_seed(seed)  # the fresh one-logit head
-    base = resolve(config.encoder.model)
-    model = CrossEncoder(base, num_labels=1, max_length=config.ce_max_length, device="cpu")
-    try:
+    with torch_threads(config.threads) as threads:
+        torch.manual_seed(seed)  # the fresh one-logit head
+        base = resolve(config.encoder.model)
+        model = CrossEncoder(base, num_labels=1, max_length=config.ce_max_length, device="cpu")
         with staged_dir(path) as tmp:
             with tempfile.TemporaryDirectory(prefix="searchtome-ce-") as work:
                 args = CrossEncoderTrainingArguments(
@@ -152,8 +150,6 @@ def train_cross_encoder(
                 "seed": seed,
             }
             write_json(tmp / "report.json", report)
-    finally:
-        torch.set_num_threads(previous)
     return report
 
 
@@ -162,19 +158,15 @@ def ce_scores(path: Path, pairs: list[tuple[str, str]], threads: int) -> np.ndar
     todo = list(dict.fromkeys(p for p in pairs if (str(path), *p) not in _SCORES))
     if todo:
         from searchtome.settings import hf_offline_env
-        from searchtome.threads import use_torch_threads
+        from searchtome.threads import torch_threads
 
         hf_offline_env()
         import torch
         from sentence_transformers.cross_encoder import CrossEncoder
 
-        previous = torch.get_num_threads()
-        use_torch_threads(threads)
-        try:
+        with torch_threads(threads):
             model = CrossEncoder(str(path), device="cpu")
             logits = model.predict(todo, batch_size=32, activation_fn=torch.nn.Identity())
-        finally:
-            torch.set_num_threads(previous)
         for p, s in zip(todo, np.asarray(logits, dtype=np.float64).ravel(), strict=True):
             _SCORES[(str(path), *p)] = float(s)
     return np.asarray([_SCORES[(str(path), *p)] for p in pairs], dtype=np.float64)

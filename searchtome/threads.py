@@ -17,7 +17,18 @@
 
 The count is applied the same way whatever decided it (:func:`use_torch_threads` always calls
 ``torch.set_num_threads``, which also turns MKL's dynamic thread adjustment off), so an
-explicit count equal to the default gives the default's results bit for bit.
+explicit count equal to the default gives the default's results bit for bit. That one call is
+the whole setting: it sets OpenMP's count (which oneDNN's CPU kernels also use) and MKL's, in
+the calling thread, and torch re-applies it in its own worker threads (autograd). The inter-op
+pool is left alone: it only runs ``torch.jit.fork`` tasks, which no workload here uses, and it
+can be sized once per process only. ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (``torchrun`` sets
+the first to 1 in every rank) only seed torch's starting count, which the call overrides.
+
+Every path into a torch workload (DSI/STAIR training, dev selection and prediction, in one
+process or in each rank of a distributed launch; zero-shot generation) calls
+:func:`require_applied` first: a path that forgot :func:`use_torch_threads`, or something that
+changed torch's count since, stops with an error instead of giving load- or order-dependent
+results.
 
 Switches: ``SEARCHTOME_THREADS=N`` fixes the count everywhere (a baseline's own ``threads``
 setting, when not 0, wins over it); it is how to reproduce a run from a machine with another
@@ -58,6 +69,8 @@ class ThreadChoice:
 
 # Choices made inside :func:`recording` blocks (innermost last), for a run's meta.json.
 _RECORDERS: list[list[ThreadChoice]] = []
+# The count use_torch_threads last set in this process (None: never), for require_applied.
+_APPLIED: list[int | None] = [None]
 
 
 def wait_policy() -> str:
@@ -152,6 +165,7 @@ def use_torch_threads(requested: int = 0) -> int:
     # Always, even when torch already has that count: the call also fixes MKL's dynamic
     # adjustment off, so every path into a workload leaves the runtimes in the same state.
     torch.set_num_threads(choice.count)
+    _APPLIED[0] = choice.count
     for recorder in _RECORDERS:
         recorder.append(choice)
     log.info(
@@ -161,6 +175,40 @@ def use_torch_threads(requested: int = 0) -> int:
         choice.usable_cpus,
     )
     return choice.count
+
+
+@contextlib.contextmanager
+def torch_threads(requested: int = 0) -> Iterator[int]:
+    """:func:`use_torch_threads` for the block (yields the count); afterwards torch's count, and
+    what :func:`require_applied` expects, are as before (a workload inside another one, e.g. an
+    encoder with its own ``threads``, leaves the outer one's setting intact)."""
+    import torch
+
+    before, applied = torch.get_num_threads(), _APPLIED[0]
+    try:
+        yield use_torch_threads(requested)
+    finally:
+        torch.set_num_threads(before)
+        _APPLIED[0] = applied
+
+
+def require_applied(what: str) -> int:
+    """Refuse to start ``what`` (a torch workload) unless :func:`use_torch_threads` set torch's
+    threads in this process and nothing changed them since; returns the count."""
+    import torch
+
+    applied, now = _APPLIED[0], torch.get_num_threads()
+    if applied is None:
+        raise SearchTomeError(
+            f"internal error: {what} started before searchtome.threads.use_torch_threads set "
+            "torch's threads; every path into a torch workload must call it"
+        )
+    if now != applied:
+        raise SearchTomeError(
+            f"internal error: {what} would run with {now} torch thread(s), but "
+            f"use_torch_threads set {applied}: something changed torch's threads since"
+        )
+    return now
 
 
 @contextlib.contextmanager

@@ -187,8 +187,14 @@ def test_dsi_predictions_are_the_same_alone_and_beside_busy_processes(
         "lora_layers": 0,
     }
     monkeypatch.delenv(threads.ENV_THREADS, raising=False)
-    runs, counts = {}, {}
+    checked: list[tuple[str, int]] = []
+    real_require = threads.require_applied
+    monkeypatch.setattr(
+        threads, "require_applied", lambda what: checked.append((what, real_require(what)))
+    )
+    runs, counts, paths = {}, {}, {}
     for label in ("alone", "loaded"):
+        checked.clear()
         # A fresh cache each time, so the second run trains its own adapter.
         home = tmp_path / f"home-{label}"
         home.mkdir()
@@ -198,7 +204,11 @@ def test_dsi_predictions_are_the_same_alone_and_beside_busy_processes(
         ):
             run, _, info = execute("dsi", tiny_dataset, "test", None, overrides, 3)
         assert not info.notes.adapter_reused
-        runs[label], counts[label] = run, info.threads
+        runs[label], counts[label], paths[label] = run, info.threads, list(checked)
+    # Training, each epoch's dev selection and prediction each checked the count before running.
+    assert {what for what, _ in paths["alone"]} == {"training", "dev selection", "prediction"}
+    assert paths["alone"] == paths["loaded"]
+    assert {n for _, n in paths["alone"]} == {threads.usable_cpus()}
     assert counts["alone"] == counts["loaded"]
     assert runs["alone"].rankings == runs["loaded"].rankings
     assert runs["alone"].scores == runs["loaded"].scores
@@ -224,3 +234,42 @@ def test_minilm_vectors_are_bit_identical_with_one_or_two_threads() -> None:
     one = Encoder(EncoderConfig(threads=1, cache=False, batch_size=8)).encode_passages(texts)
     two = Encoder(EncoderConfig(threads=2, cache=False, batch_size=8)).encode_passages(texts)
     assert one.tobytes() == two.tobytes()
+
+
+def test_a_workload_refuses_to_run_without_the_thread_setting(monkeypatch) -> None:
+    """require_applied, the check every torch path makes first: an error when no
+    use_torch_threads ran, or when torch's count changed since; torch_threads nests."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "_APPLIED", [None])
+    monkeypatch.delenv(threads.ENV_THREADS, raising=False)
+    try:
+        with pytest.raises(SearchTomeError, match=r"prediction started before .*use_torch_threads"):
+            threads.require_applied("prediction")
+        outer = threads.use_torch_threads(0)
+        assert threads.require_applied("training") == outer
+        with threads.torch_threads(outer + 1) as inner:  # e.g. an encoder with its own count
+            assert inner == outer + 1 == threads.require_applied("encoding")
+        assert threads.require_applied("prediction") == outer == torch.get_num_threads()
+        torch.set_num_threads(outer + 2)  # a path that changed torch's count behind our back
+        with pytest.raises(SearchTomeError, match=rf"with {outer + 2} torch thread.*set {outer}"):
+            threads.require_applied("dev selection")
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_dsi_path_that_forgot_the_thread_setting_stops(
+    tiny_lm_dir, tiny_dataset, tmp_path, monkeypatch
+) -> None:
+    """The guard end to end: with use_torch_threads made a no-op (a path that forgot it), DSI
+    stops before training instead of running with whatever count torch had."""
+    torch = pytest.importorskip("torch")
+    from searchtome.baselines.runner import execute
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "_APPLIED", [None])
+    monkeypatch.setattr(threads, "use_torch_threads", lambda requested=0: before)
+    monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path / "home"))
+    overrides = {"model": str(tiny_lm_dir), "dtype": "float32", "device": "cpu"}
+    with pytest.raises(SearchTomeError, match="training started before"):
+        execute("dsi", tiny_dataset, "test", None, {**overrides, "restricted": "exclude"}, 3)

@@ -260,10 +260,13 @@ def _train(
     """Train the attached adapter, the epoch chosen by dev R@1; the training report."""
     from searchtome.baselines.generative.train import train
 
+    from searchtome.threads import require_applied
+
     predictor = Predictor(lm, data.books, cfg, frozen_prefix)
     dev, decoding = data.dev, cfg.dev.decoding(cfg.decoding)
 
     def evaluate(model: LM) -> float:
+        require_applied("dev selection")
         predictor.forget()
         # Each process decodes its share of the dev questions; all see every answer.
         got = run_sharded(dev, lambda part: predictor.run(part, decoding, desc="dev"))

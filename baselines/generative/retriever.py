@@ -60,6 +60,8 @@ def run_generative(
     adapter, decode (resumably); facts about the run go to the run's report (``ctx.record``)."""
     from searchtome.baselines.generative.train import load_adapter
 
+    from searchtome.threads import require_applied
+
     lm = _load_model(cfg, ctx.seed)
     queries = dataset.queries(split)
     wanted = sorted({q.book_id for q in queries})
@@ -86,6 +88,7 @@ def run_generative(
         frozen_prefix = adapter_meta(Path(cfg.adapter)).get("frozen_prefix", False)
         notes["adapter"] = cfg.adapter
     elif fine_tune:
+        require_applied("training")
         tuned = tune_adapter(
             lm, dataset, books, train_books, cfg, ctx, system=system, with_toc=with_toc
         )
@@ -96,6 +99,7 @@ def run_generative(
         notes["processes"] = distributed()[1]
 
     ctx.start_phase("prediction")
+    require_applied("prediction")  # the count training used, whatever ran in between
     t1 = time.perf_counter()
     key = _predictions_key(
         cfg, queries, split, adapter_key, system=system, with_toc=with_toc, train=fine_tune

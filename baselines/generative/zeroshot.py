@@ -157,7 +157,7 @@ def _replies_local(
     from searchtome.baselines.generative.engine import decode_text, load_lm, pick_device, pick_dtype
 
     from searchtome.llm.cache import CacheKey, ResponseCache
-    from searchtome.threads import use_torch_threads
+    from searchtome.threads import require_applied, use_torch_threads
 
     model_id = stable_hash(model_fingerprint(cfg.model))[:20]
     device = pick_device(cfg.device)
@@ -186,6 +186,7 @@ def _replies_local(
         todo = [q for q in queries if q.query_id in waiting]
         use_torch_threads(cfg.threads)
         lm = load_lm(cfg.model, dtype=cfg.dtype, device=cfg.device)
+        require_applied("zero-shot generation")
         facts["dtype"] = str(lm.dtype).removeprefix("torch.")  # what dtype=auto resolved to
         by_book: dict[str, list[Any]] = {}
         for q in todo:

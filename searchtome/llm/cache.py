@@ -39,6 +39,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +69,13 @@ class CacheKey:
     sampling: Mapping[str, Any]
     messages: Sequence[Mapping[str, str]]
 
-    @property
+    # Cached: a request's key is read several times on its way (lookup, claim, store), and each
+    # hash is a JSON encoding of the whole prompt. A frozen dataclass never changes under them.
+    @cached_property
     def request_hash(self) -> str:
         return stable_hash([dict(m) for m in self.messages])
 
-    @property
+    @cached_property
     def content_key(self) -> str:
         return stable_hash(
             {
@@ -111,27 +114,183 @@ class CacheEntry:
 
 
 class Claims:
-    """Cross-process claims on cache keys (see the module docstring)."""
+    """Claims on cache keys, so that processes sharing a cache never send one request twice.
+
+    The cheap path: while no other live process claims keys in this cache, claims are kept in
+    memory (a set) and announced by one marker, ``members/<id>.solo``, held only while at least
+    one in-memory claim is outstanding. A process that starts claiming writes its own marker
+    first and then lists ``members/``; so of two processes that start together at least one
+    sees the other (the write comes before the list in both). Whoever sees another live member
+    claims with files from then on (``<key>.claim``, created with ``O_EXCL``), and a process
+    that finds another's ``.solo`` marker waits until it is gone: the solo process, noticing the
+    newcomer (``members/`` changed: one ``stat`` per claim and release), first writes a claim
+    file for every request it has in flight, then renames its marker to ``.peer``. From then on
+    both claim with files, as every process did before this cheap path (a file per request:
+    about a quarter of the generator's throughput at 256 in flight, docs/benchmarks.md).
+
+    A claimant that crashed holds nothing: its in-memory claims died with it, and a marker or
+    claim file whose process is gone (this host) or that is older than ``ttl`` and not renewed
+    (another host; live processes renew theirs every ``ttl / 4``) is ignored and taken over.
+    ``SEARCHTOME_CLAIMS=files`` always claims with files: for a cache on a network file system,
+    whose clients may see another host's new marker only seconds late.
+    """
+
+    # A listing of members/ is trusted as current only once the folder's mtime is this old:
+    # file systems stamp it from a coarse clock, so two changes within one tick share a stamp.
+    SETTLED_NS = 50_000_000
+    _counter = 0
 
     def __init__(self, folder: Path, ttl: float = 900.0) -> None:
         import socket
 
         self.folder = folder
+        self.members = folder / "members"
         self.ttl = ttl
         self.host = socket.gethostname()
         self.owner = {"pid": os.getpid(), "host": self.host}
         self._text = json.dumps(self.owner)
-        self._mine: set[str] = set()  # keys this instance holds (released without a read)
+        self._mine: set[str] = set()  # keys this instance holds with files
+        self._local: set[str] = set()  # keys this instance holds in memory (solo)
+        self._shared = claims_mode() == "files"  # once shared, this instance stays so
+        Claims._counter += 1
+        self._id = f"{os.getpid()}-{Claims._counter}-{os.urandom(3).hex()}"
+        self._marker: Path | None = None  # our members/ entry while it exists
+        self._listed_ns: int | None = None  # members/ mtime at our last trusted listing
+        self._others = (False, False)  # (another live member is solo, any other live member)
+        self._touched = 0.0
         self._ready = False
 
+    # -- the claims ---------------------------------------------------------------------------
+    def try_claim(self, key: str) -> bool:
+        """Claim ``key``; ``False`` when another claim holds it (or another process must first
+        publish the requests it has in flight)."""
+        if not self._ready:
+            self.members.mkdir(parents=True, exist_ok=True)
+            self._ready = True
+        if key in self._local:
+            return False
+        if self._marker is None:  # announce ourselves before looking for others
+            self._set_marker("peer" if self._shared else "solo")
+        solo_elsewhere = self._look_around()[0]  # goes shared if anyone else is here
+        if not self._shared:
+            self._local.add(key)
+            return True
+        if solo_elsewhere:
+            return False  # that process's in-flight requests are not on disk yet
+        return self._claim_file(key)
+
+    def held(self, key: str) -> bool:
+        """Whether a live claim (ours or another process's) holds ``key``."""
+        if key in self._local:
+            return True
+        if self._others[0] and self._look_around()[0]:
+            return True  # wait until the solo process has published its claims
+        path = self._path(key)
+        return path.exists() and not self._stale(path)
+
+    def release(self, key: str) -> None:
+        if key in self._local:
+            self._local.discard(key)
+            if not self._shared:
+                self._look_around()  # a newcomer waits on us: publish before going quiet
+            if not self._shared and not self._local:
+                self._set_marker(None)
+        if key in self._mine:
+            self._mine.discard(key)
+            with contextlib.suppress(OSError):
+                self._path(key).unlink()
+        self._heartbeat()
+
+    def close(self) -> None:
+        """Release every claim and the marker (a closed cache claims nothing)."""
+        for key in [*self._local, *self._mine]:
+            self.release(key)
+        self._set_marker(None)
+        if self._ready:
+            with contextlib.suppress(OSError):
+                self.members.rmdir()  # only when empty: other members keep theirs
+
+    # -- members --------------------------------------------------------------------------------
+    def _look_around(self) -> tuple[bool, bool]:
+        """Whether another live member is solo, and whether any is; lists members/ only when it
+        changed (one ``stat`` otherwise). A solo instance that sees another member publishes."""
+        try:
+            stamp = os.stat(self.members).st_mtime_ns
+        except OSError:
+            return self._others
+        if stamp != self._listed_ns:
+            self._others = self._list_members()
+            settled = time.time_ns() - stamp > self.SETTLED_NS
+            self._listed_ns = stamp if settled else None
+        if self._others[1] and not self._shared:
+            self._publish()
+        self._heartbeat()
+        return self._others
+
+    def _list_members(self) -> tuple[bool, bool]:
+        solo = anyone = False
+        mine = self._marker.name if self._marker else None
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.members):
+                if entry.name == mine or not entry.name.endswith((".solo", ".peer")):
+                    continue
+                if self._stale(Path(entry.path)):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)  # its owner is gone
+                    continue
+                anyone = True
+                solo = solo or entry.name.endswith(".solo")
+        return solo, anyone
+
+    def _publish(self) -> None:
+        """Leave the cheap path: a claim file for every request in flight, then ``.peer``."""
+        self._shared = True
+        for key in sorted(self._local):
+            if not self._claim_file(key):
+                log.warning("claim %s: held by another process as well; asking anyway", key)
+        self._local.clear()
+        self._set_marker("peer")
+
+    def _set_marker(self, state: str | None) -> None:
+        """Make our members/ entry ``<id>.<state>`` (``None``: no entry)."""
+        old = self._marker
+        new = self.members / f"{self._id}.{state}" if state else None
+        if old == new:
+            return
+        try:
+            if old is None:
+                self._write_marker(new)
+            elif new is None:
+                old.unlink()
+            else:
+                os.rename(old, new)
+        except FileNotFoundError:
+            # Ours went missing (a closing peer removed an empty members/ meanwhile).
+            if new is not None:
+                self._write_marker(new)
+        self._marker = new
+        self._touched = time.monotonic()
+
+    def _write_marker(self, path: Path | None) -> None:
+        if path is not None:
+            self.members.mkdir(parents=True, exist_ok=True)
+            path.write_text(self._text, encoding="utf-8")
+
+    def _heartbeat(self) -> None:
+        # Another host judges our marker and claims by their age: renew them well within ttl.
+        if self._marker is None or time.monotonic() - self._touched < self.ttl / 4:
+            return
+        self._touched = time.monotonic()
+        for path in [self._marker, *(self._path(k) for k in self._mine)]:
+            with contextlib.suppress(OSError):
+                os.utime(path)
+
+    # -- files ----------------------------------------------------------------------------------
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}.claim"
 
-    def try_claim(self, key: str) -> bool:
-        """Claim ``key``; ``False`` when a live claim of another request holds it."""
-        if not self._ready:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._ready = True
+    def _claim_file(self, key: str) -> bool:
+        """``key`` claimed with a file; ``False`` when another live claim holds it."""
         path = self._path(key)
         for _ in range(3):
             try:
@@ -150,17 +309,6 @@ class Claims:
             return True
         return False
 
-    def held(self, key: str) -> bool:
-        """Whether a live claim (ours or another process's) holds ``key``."""
-        path = self._path(key)
-        return path.exists() and not self._stale(path)
-
-    def release(self, key: str) -> None:
-        if key in self._mine:
-            self._mine.discard(key)
-            with contextlib.suppress(OSError):
-                self._path(key).unlink()
-
     def _stale(self, path: Path) -> bool:
         try:
             owner = json.loads(path.read_text(encoding="utf-8"))
@@ -175,6 +323,20 @@ class Claims:
             # A reused pid looks alive: past four times the ttl the claim is stale anyway.
             return not process_alive(owner["pid"]) or age > 4 * self.ttl
         return age > self.ttl  # another host's process cannot be asked
+
+
+CLAIMS_MODES = ("auto", "files")
+
+
+def claims_mode() -> str:
+    """``SEARCHTOME_CLAIMS``: ``auto`` (in memory while alone, files beside others) or ``files``."""
+    raw = os.environ.get("SEARCHTOME_CLAIMS", "").strip().lower() or "auto"
+    if raw not in CLAIMS_MODES:
+        raise SearchTomeError(
+            f"SEARCHTOME_CLAIMS={os.environ['SEARCHTOME_CLAIMS']!r}: expected one of "
+            + ", ".join(CLAIMS_MODES)
+        )
+    return raw
 
 
 class ResponseCache:
@@ -216,10 +378,13 @@ class ResponseCache:
             self._db.execute(
                 "CREATE INDEX IF NOT EXISTS responses_content ON responses (content_key)"
             )
+            # OR IGNORE: two builds creating one cache at once both find no row (a plain INSERT
+            # failed the second with a UNIQUE error); whichever wrote first, the version is read.
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
+            )
             row = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
-            if row is None:
-                self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) != SCHEMA_VERSION:
+            if int(row[0]) != SCHEMA_VERSION:
                 raise SearchTomeError(
                     f"{self.path}: cache schema {row[0]}, this searchtome reads {SCHEMA_VERSION}"
                 )
@@ -308,6 +473,7 @@ class ResponseCache:
             return self._db.total_changes - before
 
     def close(self) -> None:
+        self.claims.close()
         with self._lock:
             self._db.close()
 
