@@ -30,14 +30,89 @@ _VOCABULARY = (
 )
 
 
+# Each xdist worker imports torch and may load a model or two: about this much memory apiece.
+_WORKER_MEMORY = 2 << 30
+# Past this, more workers only add start-up cost: the longest single test bounds the run.
+_MAX_WORKERS = 8
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker per usable CPU, never more than the memory
+    holds; ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still overrides, as in xdist itself."""
+    configured = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "").strip()
+    if configured.isdigit():
+        return int(configured)
+    from searchtome.threads import usable_cpus
+
+    return max(1, min(usable_cpus(), _available_memory() // _WORKER_MEMORY, _MAX_WORKERS))
+
+
+def _available_memory() -> int:
+    """MemAvailable from /proc/meminfo in bytes; unlimited where there is none (not Linux)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1 << 62
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook is a plain one)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order and group the tests for xdist (``--dist loadgroup --no-loadscope-reorder``).
+
+    Modules with a ``slow`` test go first, so the longest tests start while the short ones fill
+    the other workers, instead of starting last and leaving everyone else idle. A module's tests
+    that share a fixture it sets up once (module, class or package scope, or a session fixture
+    defined in that module) stay on one worker, so that setup runs once, not once per worker;
+    tests that share nothing are spread one by one."""
+    slow_modules = {_module(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: _module(item) not in slow_modules)  # stable: modules stay whole
+    for item in items:
+        if not item.get_closest_marker("xdist_group") and _shares_setup(item):
+            item.add_marker(pytest.mark.xdist_group(_module(item)))
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def _shares_setup(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the item's fixtures
+    if info is None:
+        return False
+    for defs in info.name2fixturedefs.values():
+        fixture = defs[-1] if defs else None
+        if fixture is None or fixture.scope == "function":
+            continue
+        # conftest.py session fixtures (a tiny dataset, the model folder) are cheap per worker
+        if fixture.scope != "session" or fixture.baseid.endswith(".py"):
+            return True
+    return False
+
+
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this run that every pytest-xdist worker shares.
+
+    Each worker's base temporary folder is a child of the controller's (``pytest-N/popen-gw0``),
+    so their parent belongs to this run alone; without xdist it is the base folder itself.
+    """
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def shared_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One model cache per test session, so SmolLM2 is converted at most once.
+    """One model cache per test run, shared by its xdist workers, so SmolLM2 is converted at
+    most once per run (``smollm2_path`` converts under a lock: one worker converts, the others
+    wait for the finished folder).
 
     ``SEARCHTOME_TEST_MODELS`` may point at a persistent folder to skip even that.
     """
     configured = os.environ.get("SEARCHTOME_TEST_MODELS")
-    path = Path(configured) if configured else tmp_path_factory.getbasetemp() / "models"
+    path = Path(configured) if configured else run_dir(tmp_path_factory) / "models"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -13,6 +13,7 @@ from searchtome.cli import main
 from searchtome.commands.demo import PROFILES
 
 
+@pytest.mark.slow
 def test_demo_quick_builds_runs_every_baseline_and_reruns_from_caches(tmp_path, capsys) -> None:
     out = tmp_path / "demo"
     assert main(["--no-progress", "demo", "--quick", "--out", str(out)]) == 0
