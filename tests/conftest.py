@@ -63,13 +63,20 @@ def _available_memory() -> int:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order and group the tests for xdist (``--dist loadgroup --no-loadscope-reorder``).
 
-    Modules with a ``slow`` test go first, so the longest tests start while the short ones fill
-    the other workers, instead of starting last and leaving everyone else idle. A module's tests
+    Modules with a ``slow`` test go first, longest first by the marker's ``seconds`` (the idle
+    time it was measured at, where given), so the longest tests start while the short ones fill
+    the other workers, instead of one worker getting two of them in a row or starting one last
+    while everyone else idles. A module's tests
     that share a fixture it sets up once (module, class or package scope, or a session fixture
     defined in that module) stay on one worker, so that setup runs once, not once per worker;
     tests that share nothing are spread one by one."""
-    slow_modules = {_module(item) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: _module(item) not in slow_modules)  # stable: modules stay whole
+    weight: dict[str, float] = {}
+    for item in items:
+        if mark := item.get_closest_marker("slow"):
+            seconds = float(mark.kwargs.get("seconds", 0))
+            weight[_module(item)] = max(weight.get(_module(item), 0.0), seconds)
+    # stable: modules stay whole, the rest keep their order
+    items.sort(key=lambda item: (_module(item) not in weight, -weight.get(_module(item), 0.0)))
     for item in items:
         if not item.get_closest_marker("xdist_group") and _shares_setup(item):
             item.add_marker(pytest.mark.xdist_group(_module(item)))
