@@ -59,17 +59,13 @@ def _available_memory() -> int:
     return 1 << 62
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook is a plain one)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Order and group the tests for xdist (``--dist loadgroup --no-loadscope-reorder``).
-
-    Modules with a ``slow`` test go first, longest first by the marker's ``seconds`` (the idle
-    time it was measured at, where given), so the longest tests start while the short ones fill
-    the other workers, instead of one worker getting two of them in a row or starting one last
-    while everyone else idles. A module's tests
-    that share a fixture it sets up once (module, class or package scope, or a session fixture
-    defined in that module) stay on one worker, so that setup runs once, not once per worker;
-    tests that share nothing are spread one by one."""
+    """Hand the modules with a ``slow`` test to xdist first, longest first by the marker's
+    ``seconds`` (the idle time it was measured at, where given), so the longest tests start
+    while the short ones fill the other workers, instead of one worker getting two of them in a
+    row or starting one last while everyone else idles. ``--dist loadscope`` keeps each module
+    on one worker, so its module-scoped setup runs once and its tests run in order."""
     weight: dict[str, float] = {}
     for item in items:
         if mark := item.get_closest_marker("slow"):
@@ -77,27 +73,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             weight[_module(item)] = max(weight.get(_module(item), 0.0), seconds)
     # stable: modules stay whole, the rest keep their order
     items.sort(key=lambda item: (_module(item) not in weight, -weight.get(_module(item), 0.0)))
-    for item in items:
-        if not item.get_closest_marker("xdist_group") and _shares_setup(item):
-            item.add_marker(pytest.mark.xdist_group(_module(item)))
 
 
 def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
-
-
-def _shares_setup(item: pytest.Item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the item's fixtures
-    if info is None:
-        return False
-    for defs in info.name2fixturedefs.values():
-        fixture = defs[-1] if defs else None
-        if fixture is None or fixture.scope == "function":
-            continue
-        # conftest.py session fixtures (a tiny dataset, the model folder) are cheap per worker
-        if fixture.scope != "session" or fixture.baseid.endswith(".py"):
-            return True
-    return False
 
 
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
