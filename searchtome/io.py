@@ -192,6 +192,25 @@ def staged_dir(path: PathLike) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def exclusive(lock: PathLike) -> Iterator[None]:
+    """Hold an exclusive advisory lock on the file ``lock`` (created if missing) for the block:
+    processes on this host that take the same lock run the block one at a time. Where there is
+    no ``fcntl`` (not POSIX) the block runs unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    Path(lock).parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def commit_dir(tmp: PathLike, path: PathLike) -> None:
     """Replace ``path`` by the folder ``tmp`` (the old folder, if any, is removed afterwards;
     its temporary name carries our owner tag, so a kill between the two steps is cleaned up)."""

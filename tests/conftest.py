@@ -30,14 +30,75 @@ _VOCABULARY = (
 )
 
 
+# Each xdist worker imports torch and may load a model or two: about this much memory apiece.
+_WORKER_MEMORY = 2 << 30
+# Past this, more workers only add start-up cost: the longest single test bounds the run.
+_MAX_WORKERS = 8
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker per usable CPU, never more than the memory
+    holds; ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still overrides, as in xdist itself."""
+    configured = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "").strip()
+    if configured.isdigit():
+        return int(configured)
+    from searchtome.threads import usable_cpus
+
+    return max(1, min(usable_cpus(), _available_memory() // _WORKER_MEMORY, _MAX_WORKERS))
+
+
+def _available_memory() -> int:
+    """MemAvailable from /proc/meminfo in bytes; unlimited where there is none (not Linux)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1 << 62
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Hand the modules with a ``slow`` test to xdist first, longest first by the marker's
+    ``seconds`` (the idle time it was measured at, where given), so the longest tests start
+    while the short ones fill the other workers, instead of one worker getting two of them in a
+    row or starting one last while everyone else idles. ``--dist loadscope`` keeps each module
+    on one worker, so its module-scoped setup runs once and its tests run in order."""
+    weight: dict[str, float] = {}
+    for item in items:
+        if mark := item.get_closest_marker("slow"):
+            seconds = float(mark.kwargs.get("seconds", 0))
+            weight[_module(item)] = max(weight.get(_module(item), 0.0), seconds)
+    # stable: modules stay whole, the rest keep their order
+    items.sort(key=lambda item: (_module(item) not in weight, -weight.get(_module(item), 0.0)))
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this run that every pytest-xdist worker shares.
+
+    Each worker's base temporary folder is a child of the controller's (``pytest-N/popen-gw0``),
+    so their parent belongs to this run alone; without xdist it is the base folder itself.
+    """
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def shared_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One model cache per test session, so SmolLM2 is converted at most once.
+    """One model cache per test run, shared by its xdist workers, so SmolLM2 is converted at
+    most once per run (``smollm2_path`` converts under a lock: one worker converts, the others
+    wait for the finished folder).
 
     ``SEARCHTOME_TEST_MODELS`` may point at a persistent folder to skip even that.
     """
     configured = os.environ.get("SEARCHTOME_TEST_MODELS")
-    path = Path(configured) if configured else tmp_path_factory.getbasetemp() / "models"
+    path = Path(configured) if configured else run_dir(tmp_path_factory) / "models"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

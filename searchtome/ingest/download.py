@@ -18,7 +18,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 from searchtome.errors import SearchTomeError
 from searchtome.ingest.lock import Lock
 from searchtome.ingest.store import Expect, commit, verify_file
-from searchtome.io import read_json, write_json
+from searchtome.io import exclusive, read_json, write_json
 from searchtome.records import Book
 from searchtome.settings import cache_dir, progress
 from searchtome.version import __version__
@@ -74,22 +74,6 @@ def _partial_for(book: Book, url: str, expect: Expect) -> _Partial:
     return _Partial(folder / f"{book.book_id}-{key}.part", folder / f"{book.book_id}-{key}.json")
 
 
-@contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    """Keep two processes from appending to the same partial file."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def download_into_cache(
     book: Book,
     url: str,
@@ -100,7 +84,7 @@ def download_into_cache(
     timeout: float,
 ) -> Path:
     partial = _partial_for(book, url, expect)
-    with _exclusive(partial.data.with_suffix(".lock")):
+    with exclusive(partial.data.with_suffix(".lock")):  # one appender per partial file
         attempt = 0
         while True:
             try:

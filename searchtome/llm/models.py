@@ -17,6 +17,7 @@ import logging
 from pathlib import Path
 
 from searchtome.errors import SearchTomeError
+from searchtome.io import atomic_dir, commit_dir, exclusive
 from searchtome.settings import cache_dir, hf_offline_env
 
 log = logging.getLogger(__name__)
@@ -61,16 +62,28 @@ def smollm2_gguf() -> Path:
 def smollm2_path() -> Path:
     """A plain Hugging Face folder of SmolLM2-135M-Instruct, converted from the GGUF once."""
     target = cache_dir("models") / SMOLLM2_DIR
-    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+    if _converted(target):
         return target
+    # Two processes on a fresh home (two commands, or the test suite's xdist workers) would each
+    # convert, and the second commit would swap the folder under the first one's readers: one
+    # converts, the others wait for it and then find the finished folder.
+    with exclusive(target.with_name(f".{target.name}.lock")):
+        if not _converted(target):
+            _convert_smollm2(target)
+    return target
+
+
+def _converted(target: Path) -> bool:
+    return (target / "config.json").is_file() and (target / "model.safetensors").is_file()
+
+
+def _convert_smollm2(target: Path) -> None:
     gguf = smollm2_gguf()
     # INFO, not WARNING: a one-time, expected step, nothing the user has to act on.
     log.info("converting %s to a Hugging Face folder at %s (once, ~30 s)", gguf.name, target)
     hf_offline_env()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from searchtome.io import atomic_dir, commit_dir
 
     tmp = atomic_dir(target)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -85,7 +98,6 @@ def smollm2_path() -> Path:
     model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
     commit_dir(tmp, target)
-    return target
 
 
 def resolve(name_or_path: str) -> str:

@@ -57,9 +57,11 @@ def _free_port() -> int:
 
 def _launch_two(model: Path, data: Path, out: Path, home: Path) -> None:
     sets = [f"--set={k}={v}" for k, v in {**SETTINGS, "model": model}.items()]
-    accelerate = Path(sys.executable).parent / "accelerate"
+    # `accelerate launch` through this interpreter: a venv layered on another (as in a worktree)
+    # has the package but not its console script.
     cmd = [
-        str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        sys.executable, "-m", "accelerate.commands.launch",
+        "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
         "--mixed_precision", "no", "--dynamo_backend", "no",
         "--main_process_port", str(_free_port()),
         "-m", "searchtome.cli", "run", "dsi", "--data", str(data), "--split", "test",
@@ -79,6 +81,7 @@ def _adapter(meta: dict, home: Path) -> dict:
     return load_file(str(Path(folder) / "adapter_model.safetensors"))
 
 
+@pytest.mark.slow(seconds=30)  # idle 2-core AMD EPYC
 def test_two_processes_train_the_one_process_adapter_and_shard_prediction(
     tiny_lm_dir, tiny_dataset, tmp_path
 ) -> None:
