@@ -292,22 +292,29 @@ class Claims:
     def _claim_file(self, key: str) -> bool:
         """``key`` claimed with a file; ``False`` when another live claim holds it."""
         path = self._path(key)
-        for _ in range(3):
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if not self._stale(path):
-                    return False
-                # Only one of several processes that found it stale wins the rename.
-                with contextlib.suppress(FileNotFoundError):
-                    os.rename(path, path.with_name(f"{path.name}.stale.{os.getpid()}"))
-                    os.unlink(path.with_name(f"{path.name}.stale.{os.getpid()}"))
-                continue
-            with os.fdopen(fd, "w") as fh:
-                fh.write(self._text)
-            self._mine.add(key)
-            return True
-        return False
+        # The owner is written to a private file first and hard-linked into place: link() fails
+        # when the claim exists, and a claim is never visible empty. (Create-then-write let a
+        # racing process read an empty claim, take it for a killed claimant's and claim too.)
+        tmp = path.with_name(f"{path.name}.new.{os.getpid()}")
+        tmp.write_text(self._text, encoding="utf-8")
+        try:
+            for _ in range(3):
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    if not self._stale(path):
+                        return False
+                    # Only one of several processes that found it stale wins the rename.
+                    with contextlib.suppress(FileNotFoundError):
+                        os.rename(path, path.with_name(f"{path.name}.stale.{os.getpid()}"))
+                        os.unlink(path.with_name(f"{path.name}.stale.{os.getpid()}"))
+                    continue
+                self._mine.add(key)
+                return True
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def _stale(self, path: Path) -> bool:
         try:
@@ -316,7 +323,7 @@ class Claims:
         except FileNotFoundError:
             return False  # released meanwhile: not stale, simply gone (the next try wins)
         except (OSError, ValueError):
-            return True  # half-written by a process killed while claiming
+            return True  # unreadable: not a claim this code wrote
         if not isinstance(owner, dict):
             return True
         if owner.get("host") == self.host and isinstance(owner.get("pid"), int):

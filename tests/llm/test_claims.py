@@ -136,3 +136,29 @@ def test_files_mode_always_claims_with_files_and_is_seen(tmp_path, monkeypatch) 
     monkeypatch.setenv("SEARCHTOME_CLAIMS", "lock")
     with pytest.raises(SearchTomeError, match="SEARCHTOME_CLAIMS='lock': expected one of auto"):
         ResponseCache(tmp_path / "x.sqlite")
+
+
+def test_a_claim_file_is_never_visible_without_its_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A racing process that read an empty claim took it for a killed claimant's and claimed the
+    # key as well; so the moment a claim appears under its name, it must already say who holds it.
+    monkeypatch.setenv("SEARCHTOME_CLAIMS", "files")
+    seen: list[object] = []
+    real_link = os.link
+
+    def link(src: str | Path, dst: str | Path) -> None:
+        seen.append(json.loads(Path(src).read_text(encoding="utf-8")))
+        real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    claims = Claims(tmp_path / "c")
+    assert claims.try_claim("k1")
+    assert len(seen) == 1 and isinstance(seen[0], dict) and seen[0]["pid"] == os.getpid()
+    assert len(_claim_files(tmp_path / "c")) == 1
+    assert not any(p.name.count(".new.") for p in (tmp_path / "c").iterdir())  # no leftovers
+    other = Claims(tmp_path / "c")
+    assert not other.try_claim("k1") and other.held("k1")
+    claims.release("k1")
+    claims.close()
+    other.close()
