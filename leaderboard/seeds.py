@@ -46,7 +46,9 @@ from searchtome.dataset.loader import Dataset
 
 SEED_NAME = re.compile(r"^(?P<base>.+?)-seed(?P<seed>[0-9]+)$")
 # Config keys that say how a run was executed, not what was trained: a seed run may differ there.
-EXECUTION_KEYS = frozenset({"threads", "device", "cache_adapters", "adapter"})
+# cache_lower_layers is the same training by another path (float rounding apart, as the thread
+# count is), so it is one of them.
+EXECUTION_KEYS = frozenset({"threads", "device", "cache_adapters", "adapter", "cache_lower_layers"})
 RARE_MEASURE = "R@1"  # the pre-declared rare-leaf test's measure (as in analyses)
 
 

@@ -78,7 +78,7 @@ def test_every_seed_run_repeats_a_committed_run() -> None:
         ]
         assert base in _committed() and metas[0]["seed"] == seed != metas[1]["seed"], name
         assert metas[0]["run_info"]["baseline"] == metas[1]["run_info"]["baseline"], name
-        assert not config_differences(metas[1], metas[0]), name
+        assert not config_differences(metas[1]["config"], metas[0]["config"]), name
 
 
 def test_a_variant_reuses_its_baselines_adapter() -> None:
