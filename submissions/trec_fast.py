@@ -12,17 +12,15 @@ to the line parser (tests/submissions/test_trec_fast.py checks this file by file
 from __future__ import annotations
 
 import codecs
-import contextlib
-import gc
 import gzip
 import itertools
 import re
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from searchtome.io import collector_paused
 from searchtome.submissions.lines import Limits
 
 # Non-ASCII whitespace: str.split() splits on it, pyarrow does not.
@@ -62,23 +60,8 @@ def read_fast(path: Path, limits: Limits) -> FastRows | None:
         return None
     columns = _Columns.of(table)
     del table  # the arrow buffers go before the Python objects of the run are made
-    with _collector_paused():
+    with collector_paused():
         return _rows(columns)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while the run's tuples are made: 2 × queries tuples of
-    strs and floats, none in a cycle. In a process that already holds a run of 20,000
-    queries (the leaderboard reads many), collections walking the objects kept so far were a
-    third of :func:`_grouped`'s CPU time; in a fresh process they are within the noise."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _open(path: Path) -> tuple[Any, bool]:

@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING
 from searchtome.errors import SearchTomeError
 from searchtome.ingest.depth import cut_tree
 from searchtome.ingest.headings import Start, locate_starts
-from searchtome.ingest.layout import Page, collector_paused, mark_furniture, read_pages
+from searchtome.ingest.layout import Page, mark_furniture, read_pages
 from searchtome.ingest.outline import OutlineEntry
 from searchtome.ingest.pdf import opened
 from searchtome.ingest.toc import InferMode, TocTree, toc_from_doc
+from searchtome.io import collector_paused
 from searchtome.records import Leaf, Paragraph, TocNode
 
 if TYPE_CHECKING:

@@ -34,7 +34,6 @@ from searchtome.ingest.headings import norm, strip_label
 from searchtome.ingest.layout import (
     Block,
     Page,
-    collector_paused,
     mark_furniture,
     page_from_textpage,
     remember_pages,
@@ -42,6 +41,7 @@ from searchtome.ingest.layout import (
 )
 from searchtome.ingest.outline import OutlineEntry
 from searchtome.ingest.styled import Line, Style, block_lines
+from searchtome.io import collector_paused
 from searchtome.records import TocNode
 from searchtome.settings import progress
 

@@ -12,11 +12,9 @@ header/footer band found that way (chapter-specific running heads).
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -126,21 +124,6 @@ def read_pages(doc: pymupdf.Document, path: str | Path) -> list[Page]:
         except RuntimeError as exc:
             raise page_error(path, page.number + 1, exc) from None
     return pages
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a book is read: MuPDF's span dicts and our
-    lines, blocks and paragraphs are hundreds of thousands of objects without a cycle
-    (reference counting frees them), yet every collection would walk all those kept so far
-    (a fifth of the extraction's CPU time on a 400-page manual)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # --------------------------------------------------------------------------------------------
