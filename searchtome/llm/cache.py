@@ -121,7 +121,7 @@ class Claims:
     one in-memory claim is outstanding. A process that starts claiming writes its own marker
     first and then lists ``members/``; so of two processes that start together at least one
     sees the other (the write comes before the list in both). Whoever sees another live member
-    claims with files from then on (``<key>.claim``, created with ``O_EXCL``), and a process
+    claims with files from then on (``<key>.claim``, linked into place whole), and a process
     that finds another's ``.solo`` marker waits until it is gone: the solo process, noticing the
     newcomer (``members/`` changed: one ``stat`` per claim and release), first writes a claim
     file for every request it has in flight, then renames its marker to ``.peer``. From then on
@@ -274,7 +274,7 @@ class Claims:
     def _write_marker(self, path: Path | None) -> None:
         if path is not None:
             self.members.mkdir(parents=True, exist_ok=True)
-            path.write_text(self._text, encoding="utf-8")
+            self._place(path)  # an empty marker would read as a dead member's and be removed
 
     def _heartbeat(self) -> None:
         # Another host judges our marker and claims by their age: renew them well within ttl.
@@ -292,29 +292,33 @@ class Claims:
     def _claim_file(self, key: str) -> bool:
         """``key`` claimed with a file; ``False`` when another live claim holds it."""
         path = self._path(key)
-        # The owner is written to a private file first and hard-linked into place: link() fails
-        # when the claim exists, and a claim is never visible empty. (Create-then-write let a
-        # racing process read an empty claim, take it for a killed claimant's and claim too.)
+        for _ in range(3):
+            if self._place(path):
+                self._mine.add(key)
+                return True
+            if not self._stale(path):
+                return False
+            # Only one of several processes that found it stale wins the rename.
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(path, path.with_name(f"{path.name}.stale.{os.getpid()}"))
+                os.unlink(path.with_name(f"{path.name}.stale.{os.getpid()}"))
+        return False
+
+    def _place(self, path: Path) -> bool:
+        """Create ``path`` holding our owner record; ``False`` when it exists. The record is
+        written to a private file first and hard-linked into place, so the file is never visible
+        empty: create-then-write let a racing process read an empty claim, take it for a killed
+        claimant's, and claim (or remove) it too."""
         tmp = path.with_name(f"{path.name}.new.{os.getpid()}")
         tmp.write_text(self._text, encoding="utf-8")
         try:
-            for _ in range(3):
-                try:
-                    os.link(tmp, path)
-                except FileExistsError:
-                    if not self._stale(path):
-                        return False
-                    # Only one of several processes that found it stale wins the rename.
-                    with contextlib.suppress(FileNotFoundError):
-                        os.rename(path, path.with_name(f"{path.name}.stale.{os.getpid()}"))
-                        os.unlink(path.with_name(f"{path.name}.stale.{os.getpid()}"))
-                    continue
-                self._mine.add(key)
-                return True
+            os.link(tmp, path)
+        except FileExistsError:
             return False
         finally:
             with contextlib.suppress(OSError):
                 tmp.unlink()
+        return True
 
     def _stale(self, path: Path) -> bool:
         try:

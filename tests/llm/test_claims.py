@@ -144,17 +144,19 @@ def test_a_claim_file_is_never_visible_without_its_owner(
     # A racing process that read an empty claim took it for a killed claimant's and claimed the
     # key as well; so the moment a claim appears under its name, it must already say who holds it.
     monkeypatch.setenv("SEARCHTOME_CLAIMS", "files")
-    seen: list[object] = []
+    seen: dict[str, object] = {}  # what each file held at the moment it appeared
     real_link = os.link
 
     def link(src: str | Path, dst: str | Path) -> None:
-        seen.append(json.loads(Path(src).read_text(encoding="utf-8")))
+        seen[Path(dst).name] = json.loads(Path(src).read_text(encoding="utf-8"))
         real_link(src, dst)
 
     monkeypatch.setattr(os, "link", link)
     claims = Claims(tmp_path / "c")
     assert claims.try_claim("k1")
-    assert len(seen) == 1 and isinstance(seen[0], dict) and seen[0]["pid"] == os.getpid()
+    # The claim and this process's members/ marker (an empty one would read as a dead member's).
+    assert "k1.claim" in seen and any(name.endswith(".peer") for name in seen), seen
+    assert all(isinstance(o, dict) and o["pid"] == os.getpid() for o in seen.values()), seen
     assert len(_claim_files(tmp_path / "c")) == 1
     assert not any(p.name.count(".new.") for p in (tmp_path / "c").iterdir())  # no leftovers
     other = Claims(tmp_path / "c")
