@@ -36,6 +36,24 @@ _WORKER_MEMORY = 2 << 30
 _MAX_WORKERS = 8
 
 
+def _share_the_cpus_between_workers() -> None:
+    """Give each xdist worker's torch its share of the CPUs, as a fixed SEARCHTOME_THREADS.
+
+    With the default (one thread per usable CPU) in every worker, N workers run N x CPUs
+    threads; a parallel region then waits for whichever of its threads another worker has
+    descheduled, and the demo test took 3x its time alone beside the other worker. A fixed
+    count keeps every run deterministic; tests of the default policy unset it themselves.
+    """
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if workers.isdigit() and int(workers) > 1 and not os.environ.get("SEARCHTOME_THREADS"):
+        from searchtome.threads import usable_cpus
+
+        os.environ["SEARCHTOME_THREADS"] = str(max(1, usable_cpus() // int(workers)))
+
+
+_share_the_cpus_between_workers()
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto`` (pyproject's addopts): one worker per usable CPU, never more than the memory
