@@ -183,6 +183,22 @@ def test_group_test_p_and_interval() -> None:
     assert none.p_text(0) == "–"
 
 
+
+def test_a_zero_difference_counts_on_both_sides_whatever_its_rounding(monkeypatch) -> None:
+    """Replicates whose difference is 0 up to summation order (which BLAS chooses per CPU
+    family) give the p of exact zeros: the same board on every machine."""
+    from searchtome.leaderboard import seeds
+
+    a, b = np.ones((1, 10)), np.zeros((1, 10))
+    exact = np.array([0.0] * 40 + [0.3] * 959)
+    jitter = exact.copy()
+    jitter[:40] = np.where(np.arange(40) % 2, 3e-17, -3e-17)
+    p = {}
+    for name, diffs in (("exact", exact), ("jitter", jitter)):
+        monkeypatch.setattr(seeds, "two_level_bootstrap", lambda *_, d=diffs: d)
+        p[name] = group_test("all", "R@1", a, b, None, diffs.size, np.random.SeedSequence(0))
+    assert p["exact"].p_value == p["jitter"].p_value == 2 * 41 / 1000
+
 SECTIONS = {  # the seed spread in each page: from its heading to the next one
     "leaderboard.md": ("\n## Seed spread\n", "\n## "),
     "index.html": ('<h2 id="seed-spread">', "<h2 "),
