@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import Any
 
@@ -87,6 +86,8 @@ def score_json(board: Scoreboard, by_query: bool = False) -> str:
 
 def score_csv(board: Scoreboard, by_query: bool = False) -> str:
     """One tidy table: system, level (aggregate/micro/domain/book/query), key, measures (fractions)."""
+    import csv  # only for --format csv
+
     names = board.all_measures
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")

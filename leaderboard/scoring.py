@@ -25,7 +25,7 @@ from searchtome.metrics.measures import DEFAULT_MEASURES, measure_names
 from searchtome.metrics.qrels import Qrels
 from searchtome.metrics.scorer import aggregate, evaluate_arrays, is_count, warn_ties
 from searchtome.metrics.structure import STRUCTURE_MEASURES, structure_flags
-from searchtome.records import Run, Submission
+from searchtome.runs import Run, Submission
 
 if TYPE_CHECKING:  # only annotations: `score --qrels` never loads a dataset module
     from searchtome.dataset.loader import Dataset

@@ -6,7 +6,6 @@ Messages say which file, what is wrong and what to do about it.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -22,6 +21,8 @@ class OfflineError(SearchTomeError):
 
 def unknown_name(kind: str, name: str, choices: Iterable[str]) -> SearchTomeError:
     """``unknown baseline 'bm52' (did you mean 'bm25'?); known: ...``."""
+    import difflib  # only for a mistyped name, not on every start
+
     choices = sorted(choices)
     close = difflib.get_close_matches(name, choices, n=3, cutoff=0.5)
     hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""

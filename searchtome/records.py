@@ -17,8 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Self
+
+# The run records live on their own so that scoring a run imports no other record class
+# (each frozen dataclass costs about 1 ms of start-up); every other import keeps this name.
+from searchtome.runs import Run as Run
+from searchtome.runs import Submission as Submission
 
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
 # What kind of retriever a system is: a leaderboard column (run_info.system_type).
@@ -248,34 +253,3 @@ class Qrel(_Record):
     query_id: str
     leaf_id: str
     score: int = 1
-
-
-@dataclass(frozen=True)
-class Run:
-    """A ranked list of ids per query (ranx/ir_measures style).
-
-    ``rankings[qid]`` is best first. ``scores`` is optional and, when given, parallel to the
-    rankings. The order of ``rankings`` is authoritative: see ``searchtome.metrics.measures`` for the tie
-    rule applied when a run is built from scores.
-    """
-
-    name: str
-    rankings: Mapping[str, tuple[str, ...]]
-    scores: Mapping[str, tuple[float, ...]] | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.rankings)
-
-    def query_ids(self) -> list[str]:
-        return list(self.rankings)
-
-
-@dataclass(frozen=True)
-class Submission:
-    """A run plus the metadata that says what produced it."""
-
-    system: str
-    run: Run
-    meta: Mapping[str, Any]
-    path: str | None = None

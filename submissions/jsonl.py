@@ -21,7 +21,7 @@ from searchtome.submissions.schema import LINE_FIELDS, REQUIRED_LINE_FIELDS
 from searchtome.submissions.strictjson import is_number, loads_strict, type_name
 
 from searchtome.metrics.ties import TIE_RULE, count_ties
-from searchtome.records import Run
+from searchtome.runs import Run
 
 # Records an error on the current line: (field, message, code).
 Report = Callable[[str, str, str], None]

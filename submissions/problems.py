@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, SupportsIndex
 
-from searchtome.records import Run
+from searchtome.runs import Run
 
 Severity = Literal["error", "warning"]
 

@@ -10,18 +10,21 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from searchtome.submissions.jsonl import parse_jsonl
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
-from searchtome.submissions.meta import RunMeta, parse_run_meta, read_meta
 from searchtome.submissions.problems import Predictions, Problem, ProblemLog, counts_of, quote
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES, RunFormat
-from searchtome.submissions.trec import looks_like_trec, parse_trec
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
-from searchtome.records import Run, Submission
+from searchtome.runs import Run, Submission
+
+if TYPE_CHECKING:
+    from searchtome.submissions.meta import RunMeta
+
+# Parsers and the meta.json reader are imported where used: ``score RUN.trec`` needs neither
+# the JSON-lines parser nor meta.json's typed documents (about 12 ms of a 0.2 s start).
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +57,15 @@ def read_predictions(
     path = Path(path)
     if run_format not in ("auto", "jsonl", "trec"):
         raise SearchTomeError(f"unknown run format {run_format!r}; use auto, jsonl or trec")
+    from searchtome.submissions.trec import looks_like_trec, parse_trec
+
     fmt = detect_format(path, limits) if run_format == "auto" else run_format
     if fmt == "jsonl" and run_format == "auto" and looks_like_trec(path, limits):
         fmt = "trec"  # a TREC run with a field too many or too few: one clear problem
     if fmt == "trec":
         return parse_trec(path, name, limits)
+    from searchtome.submissions.jsonl import parse_jsonl
+
     return parse_jsonl(path, name or _default_name(path), limits)
 
 
@@ -102,12 +109,14 @@ class SubmissionFiles:
     @property
     def document(self) -> RunMeta:
         """``meta.json`` typed (fields of the wrong type read as not given)."""
+        from searchtome.submissions.meta import parse_run_meta
+
         return parse_run_meta(self.meta)
 
     @property
     def system(self) -> str | None:
         """The name ``meta.json`` gives, when it gives a usable one."""
-        return self.document.system or None
+        return (self.document.system or None) if self.meta else None
 
     def name_warnings(self) -> list[Problem]:
         """``meta.json`` naming a system other than its folder."""
@@ -138,6 +147,8 @@ def open_submission(
         meta_path = path / META_FILE
         refuse_outside_link(path, meta_path)
         if meta_path.exists() or require_meta:
+            from searchtome.submissions.meta import read_meta
+
             parsed, meta_lines, meta_problems = read_meta(meta_path, limits)
             meta = parsed or {}
         if not meta_path.exists():

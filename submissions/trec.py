@@ -17,7 +17,7 @@ from searchtome.submissions.problems import Predictions, Problem, ProblemLog, qu
 from searchtome.submissions.trec_fast import read_fast
 
 from searchtome.metrics.ties import TIE_RULE, count_ties, order_by_score
-from searchtome.records import Run
+from searchtome.runs import Run
 
 
 @dataclass

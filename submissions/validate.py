@@ -38,7 +38,7 @@ from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
 from searchtome.metrics.structure import NodeKind, classify
-from searchtome.records import Run, Submission
+from searchtome.runs import Run, Submission
 
 # Problems after which the predictions file was not read to its end (so no query is "missing").
 _UNREADABLE = ("too-large", "decompression-bomb", "missing-file", "gzip", "too-many-errors")

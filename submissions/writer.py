@@ -26,7 +26,7 @@ from searchtome.submissions.schema import MAX_IDS, META_FILE, PREDICTION_FILES
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, atomic_write
 from searchtome.metrics.ties import order_by_score
-from searchtome.records import Run
+from searchtome.runs import Run
 
 log = logging.getLogger(__name__)
 

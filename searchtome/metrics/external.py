@@ -22,7 +22,7 @@ from searchtome.errors import SearchTomeError
 from searchtome.metrics.family import Family, Ranked
 from searchtome.metrics.qrels import Qrels
 from searchtome.metrics.ties import to_ir_measures_dict
-from searchtome.records import Run
+from searchtome.runs import Run
 
 EXTRA = "ir"
 INSTALL_HINT = f"pip install 'searchtome[{EXTRA}]'"

@@ -23,7 +23,6 @@ aliases, description, formula in the docstring, ``values``) decorated with :func
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from collections.abc import Iterable
@@ -259,6 +258,8 @@ def _parse_external(text: str) -> Measure:
 def _unknown(text: str, known: list[str]) -> SearchTomeError:
     """``unknown measure 'ndcgg@3' (did you mean 'nDCG@3'?); known: ...``, case aside."""
     head, sep, tail = str(text).partition("@")
+    import difflib  # only for a mistyped name
+
     close = difflib.get_close_matches(head.lower(), list(_ALIASES), n=1, cutoff=0.6)
     if not close:
         return unknown_name("measure", text, known)

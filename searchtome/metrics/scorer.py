@@ -22,7 +22,7 @@ from searchtome.metrics.measures import DEFAULT_MEASURES, Measure, measure_names
 from searchtome.metrics.qrels import Qrels
 from searchtome.metrics.structure import STRUCTURE_MEASURES
 from searchtome.metrics.ties import TIE_RULE, ties_that_matter
-from searchtome.records import Run
+from searchtome.runs import Run
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 
-from searchtome.records import Run
+from searchtome.runs import Run
 
 TIE_RULE = (
     "the submitted order is authoritative; where order comes from scores (TREC runs, score "
