@@ -183,7 +183,6 @@ def test_group_test_p_and_interval() -> None:
     assert none.p_text(0) == "–"
 
 
-
 def test_a_zero_difference_counts_on_both_sides_whatever_its_rounding(monkeypatch) -> None:
     """Replicates whose difference is 0 up to summation order (which BLAS chooses per CPU
     family) give the p of exact zeros: the same board on every machine."""
@@ -198,6 +197,7 @@ def test_a_zero_difference_counts_on_both_sides_whatever_its_rounding(monkeypatc
         monkeypatch.setattr(seeds, "two_level_bootstrap", lambda *_, d=diffs: d)
         p[name] = group_test("all", "R@1", a, b, None, diffs.size, np.random.SeedSequence(0))
     assert p["exact"].p_value == p["jitter"].p_value == 2 * 41 / 1000
+
 
 SECTIONS = {  # the seed spread in each page: from its heading to the next one
     "leaderboard.md": ("\n## Seed spread\n", "\n## "),
