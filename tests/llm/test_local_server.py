@@ -135,3 +135,52 @@ def test_routes_and_bad_requests(server) -> None:
 def test_parse_request_refuses(body, message) -> None:
     with pytest.raises(RequestError, match=message):
         parse_request(body)
+
+
+def test_a_shared_prompt_prefix_is_run_once_and_changes_no_reply(
+    lively_lm_dir, monkeypatch
+) -> None:
+    """Two batches of prompts that share a long start: the prefix's keys/values are computed
+    once, kept for the second batch, and every reply equals the one computed without them."""
+    from searchtome.llm import server
+
+    gen = server.Generator(str(lively_lm_dir), max_batch=8, threads=1)
+    start = "Read this passage and then write one question about it, please: "
+    batches = [
+        [start + t for t in ("cells divide", "tissues grow and grow", "organs work", "bones")],
+        [start + t for t in ("blood flows on", "lungs breathe", "skin protects the body")],
+    ]
+
+    def replies(batch: list[str]) -> list[str]:
+        jobs = [
+            server.Job(gen.prompt_ids([{"role": "user", "content": b}]), 10, 0.0, 1.0, 1, ())
+            for b in batch
+        ]
+        gen._generate(jobs)
+        return [j.text for j in jobs]
+
+    runs: list = []
+    real_model = gen.model
+    monkeypatch.setattr(gen, "model", _Recording(real_model, runs), raising=True)
+    shared = [replies(b) for b in batches]
+    assert gen.prefix is not None and len(gen.prefix[0]) >= server.MIN_SHARED_PREFIX
+    assert len(runs) == 1  # the prefix went through the model once, for both batches
+    gen.prefix = None
+    monkeypatch.setattr(server, "MIN_SHARED_PREFIX", 10**6)  # every prompt whole
+    whole = [replies(b) for b in batches]
+    assert gen.prefix is None and shared == whole
+    assert len({r for b in whole for r in b}) > 1  # the replies do depend on the prompt
+
+
+class _Recording:
+    """The model, recording the inputs of its direct calls (``generate`` is passed through)."""
+
+    def __init__(self, model, calls: list) -> None:
+        self._model, self._calls = model, calls
+
+    def __call__(self, *args, **kwargs):
+        self._calls.append(kwargs["input_ids"])
+        return self._model(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._model, name)
