@@ -69,3 +69,16 @@ def test_exclusive_holds_other_processes_off(tmp_path) -> None:
 def test_exclusive_creates_the_lock_file(tmp_path, name) -> None:
     with exclusive(tmp_path / name):
         assert (tmp_path / name).is_file()
+
+
+def test_the_gguf_file_is_parsed_once_while_converting() -> None:
+    """Inside the conversion one GGUF parse and one tensor-name map serve every caller; outside
+    it, gguf's own functions are back."""
+    gguf = pytest.importorskip("gguf")
+    real_reader, real_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    path = models.smollm2_gguf()
+    arch = next(iter(gguf.MODEL_ARCH_NAMES))
+    with models._gguf_parsed_once():
+        assert gguf.GGUFReader(path) is gguf.GGUFReader(path)
+        assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
+    assert gguf.GGUFReader is real_reader and gguf.get_tensor_name_map is real_map
