@@ -30,6 +30,7 @@ cache twice gives the same bytes.
 from __future__ import annotations
 
 import contextlib
+import enum
 import gzip
 import json
 import logging
@@ -151,7 +152,7 @@ class Claims:
         self._text = json.dumps(self.owner)
         self._mine: set[str] = set()  # keys this instance holds with files
         self._local: set[str] = set()  # keys this instance holds in memory (solo)
-        self._shared = claims_mode() == "files"  # once shared, this instance stays so
+        self._shared = claims_mode() is ClaimsMode.FILES  # once shared, this instance stays so
         Claims._counter += 1
         self._id = f"{os.getpid()}-{Claims._counter}-{os.urandom(3).hex()}"
         self._marker: Path | None = None  # our members/ entry while it exists
@@ -336,18 +337,23 @@ class Claims:
         return age > self.ttl  # another host's process cannot be asked
 
 
-CLAIMS_MODES = ("auto", "files")
+class ClaimsMode(enum.Enum):
+    """How a build claims the requests it is about to send (``SEARCHTOME_CLAIMS``)."""
+
+    AUTO = "auto"  # in memory while alone on the cache, claim files once another build shares it
+    FILES = "files"  # claim files always (a cache on a network file system)
 
 
-def claims_mode() -> str:
-    """``SEARCHTOME_CLAIMS``: ``auto`` (in memory while alone, files beside others) or ``files``."""
-    raw = os.environ.get("SEARCHTOME_CLAIMS", "").strip().lower() or "auto"
-    if raw not in CLAIMS_MODES:
+def claims_mode() -> ClaimsMode:
+    """``SEARCHTOME_CLAIMS`` read (unset: :attr:`ClaimsMode.AUTO`)."""
+    raw = os.environ.get("SEARCHTOME_CLAIMS", "").strip().lower() or ClaimsMode.AUTO.value
+    try:
+        return ClaimsMode(raw)
+    except ValueError:
         raise SearchTomeError(
             f"SEARCHTOME_CLAIMS={os.environ['SEARCHTOME_CLAIMS']!r}: expected one of "
-            + ", ".join(CLAIMS_MODES)
-        )
-    return raw
+            + ", ".join(m.value for m in ClaimsMode)
+        ) from None
 
 
 class ResponseCache:
