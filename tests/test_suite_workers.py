@@ -1,4 +1,5 @@
-"""How many xdist workers ``-n auto`` starts: the usable CPUs, as many as the memory holds."""
+"""How many xdist workers ``-n auto`` starts: one more than the usable CPUs, as many as the
+memory holds."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def machine(monkeypatch: pytest.MonkeyPatch):
 @pytest.mark.parametrize(
     ("cpus", "gib", "workers"),
     [
-        (2, 16, 2),  # the CI box: one worker per core
-        (1, 16, 1),
+        (2, 16, 3),  # the CI box: one worker per core and one for their waits
+        (1, 16, 1),  # one CPU: nothing to overlap with but itself
         (16, 64, 8),  # past eight workers the longest test bounds the run
         (16, 5, 2),  # two workers' worth of memory
         (4, 1, 1),  # never none
