@@ -16,7 +16,7 @@ the predictions differ it says on how many queries the scores and the rankings d
 with status 1: the same answer under any load is the benchmark's first promise.
 
 A smaller slice finishes sooner (``--leaves 6 --queries 16``); the first run on an empty cache
-also converts SmolLM2 into ``$SEARCHTOME_HOME/models`` (~30 s), which both runs then share.
+also converts SmolLM2 into ``$SEARCHTOME_HOME/models`` (~15 s), which both runs then share.
 
 ``--legacy`` reproduces the defaults before searchtome.threads, for the "before" figure: torch's
 own thread count (one per usable CPU, fixed through SEARCHTOME_THREADS) and the OpenMP runtime's
