@@ -36,7 +36,7 @@ from searchtome.leaderboard.results import (
     relative,
 )
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
-from searchtome.leaderboard.significance import BLOCK, CI_DECIMALS
+from searchtome.leaderboard.significance import BLOCK, CI_DECIMALS, EQUAL_TOLERANCE
 from searchtome.submissions.meta import RunMeta, parse_run_meta
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.schema import META_FILE
@@ -207,8 +207,9 @@ def group_test(
         diffs = two_level_bootstrap(a, b, groups, replicates, seed_seq)
         # A replicate whose difference is 0 counts on both sides; its float value is 0 only up
         # to summation order, which BLAS picks per CPU family (it moved p from 0.040 to 0.041
-        # between an Intel and an AMD machine). The same tolerance as the randomization test's.
-        tol = 1e-9 * max(float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
+        # between an Intel and an AMD machine), so the randomization test's tolerance applies.
+        scale = max(float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
+        tol = EQUAL_TOLERANCE * scale
         below = (np.count_nonzero(diffs <= tol) + 1) / (replicates + 1)
         above = (np.count_nonzero(diffs >= -tol) + 1) / (replicates + 1)
         p = float(min(1.0, 2.0 * min(below, above)))

@@ -50,6 +50,9 @@ PAIR_CHUNK = 256
 # so unrounded bounds differed across machines in their last digits (~1e-16). Rounded, they
 # agree unless a bound lies within ~1e-16 of a rounding boundary (then it differs by 1e-6).
 CI_DECIMALS = 6
+# Statistics equal up to summation order compare equal: this share of the largest per-query
+# value, far above rounding error (n·eps relative) and far below any real difference.
+EQUAL_TOLERANCE = 1e-9
 Correction = Literal["holm", "bh", "none"]
 Family = Literal["measure", "all"]
 
@@ -351,10 +354,9 @@ class Engine:
         """Two-sided p-values per scope and pair: ((scopes, pairs), number of sign vectors)."""
         obs = self.observed()
         t_obs = np.abs(obs[:, self.A] - obs[:, self.B])
-        # Equal statistics must compare equal despite summation order: a tolerance far above
-        # rounding error (n·eps relative) and far below any real difference between statistics.
+        # Equal statistics must compare equal despite summation order (EQUAL_TOLERANCE).
         scale = max(float(np.abs(self.X).max(initial=0.0)), 1e-300)
-        threshold = t_obs - 1e-9 * scale
+        threshold = t_obs - EQUAL_TOLERANCE * scale
         counts = np.zeros_like(t_obs, dtype=np.int64)
         n = self.X.shape[0]
         exact = self.exact()
