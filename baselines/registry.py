@@ -39,6 +39,7 @@ BASELINES: Registry[BaselineSpec] = Registry(
         "finetune-hybrid": "searchtome.baselines.finetune",
         "rerank": "searchtome.baselines.rerank",
         "stair": "searchtome.baselines.generative.stair",
+        "stair-rerank": "searchtome.baselines.generative.rerank",
         "dsi": "searchtome.baselines.generative.stair",
         "dsi-constrained": "searchtome.baselines.generative.stair",
         "zeroshot-llm": "searchtome.baselines.generative.zeroshot",

@@ -300,6 +300,7 @@ class RunReport(Part):
     model_reused: bool | None = None
     finetuned_model: str | None = None
     cross_encoder: Mapping[str, Any] | None = None
+    first_stage: Mapping[str, Any] | None = None  # a reranker's candidate run and its counts
     # generative
     decode: str | None = None
     prompt_prefix_tokens: Mapping[str, Any] | None = None

@@ -9,6 +9,7 @@ every query of the book, so its key/value cache is computed once. The prompt lay
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,14 @@ class BookCtx:
                 f"leaving {room} of max_input_tokens={budget} for the query; raise max_input_tokens"
             )
         return head[:room] + self.tail_ids
+
+    def sub_trie(self, leaf_ids: Sequence[str]) -> TokenTrie:
+        """The trie of ``leaf_ids`` alone (leaves of this book), their token sequences taken
+        from the book's trie: what a reranker scores for one query."""
+        unknown = [x for x in leaf_ids if x not in self.trie.sequences]
+        if unknown:
+            raise SearchTomeError(f"book {self.book_id}: {unknown[0]!r} is none of its leaves")
+        return TokenTrie({x: self.trie.sequences[x] for x in leaf_ids}, self.trie.eos_id)
 
 
 def _semantic_identifiers(dataset: Dataset, book_id: str, cfg: GenRetConfig, seed: int) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,16 +40,21 @@ def decode_queries(
     suffixes: Sequence[Sequence[int]],
     decoding: DecodingSettings,
     group: int = 0,
+    candidates: Sequence[Sequence[str]] | None = None,
 ) -> list[Decoded]:
     """Ranked ids of one book's queries (their prompt suffixes) under ``decoding``'s decoder;
-    ``group`` items per batch row (``tree_group``)."""
+    ``group`` items per batch row (``tree_group``). ``candidates`` (exact decoding only): the
+    leaf ids each query ranks, instead of every leaf of the book."""
     from searchtome.baselines.generative.beam import beam_search
     from searchtome.baselines.generative.engine import decode_text, rank_from_scores, score_trie
 
+    if candidates is not None and decoding.mode is not Decoder.EXACT:
+        raise ValueError("candidates are scored by the exact decoder only")
     if decoding.mode is Decoder.EXACT:
         out = []
-        for suf in suffixes:
-            ranked = rank_from_scores(score_trie(lm, prefix, suf, book.trie))
+        for i, suf in enumerate(suffixes):
+            trie = book.trie if candidates is None else book.sub_trie(candidates[i])
+            ranked = rank_from_scores(score_trie(lm, prefix, suf, trie))
             out.append(
                 Decoded([k for k, _ in ranked], [s for _, s in ranked], ["leaf"] * len(ranked))
             )
@@ -113,9 +118,11 @@ class Predictor:
         desc: str = "decoding",
         done: dict[str, Decoded] | None = None,
         on_batch: Callable[[dict[str, Decoded]], None] | None = None,
+        candidates: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, Decoded]:
         """Decode the queries not in ``done`` with ``decoding`` (default: the config's);
-        ``on_batch`` sees every finished batch."""
+        ``on_batch`` sees every finished batch; ``candidates``: the leaves each query ranks
+        (by query id; exact decoding), all of its book's when not given."""
         cfg = self.cfg
         decoding = decoding or cfg.decoding
         out: dict[str, Decoded] = dict(done or {})
@@ -136,7 +143,15 @@ class Predictor:
                     book.suffix_ids(self.lm, q.text, book.query_label, budget) for q in part
                 ]
                 decoded = decode_queries(
-                    self.lm, book, prefix, suffixes, decoding, group=cfg.training.group
+                    self.lm,
+                    book,
+                    prefix,
+                    suffixes,
+                    decoding,
+                    group=cfg.training.group,
+                    candidates=None
+                    if candidates is None
+                    else [candidates[q.query_id] for q in part],
                 )
                 new = {q.query_id: d for q, d in zip(part, decoded, strict=True)}
                 out.update(new)

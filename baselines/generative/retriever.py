@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,9 +55,11 @@ def run_generative(
     *,
     system: str,
     with_toc: bool,
+    candidates: Mapping[str, Sequence[str]] | None = None,
 ) -> Run:
     """Rank the leaves for every query of ``split``: prepare the books, train or load an
-    adapter, decode (resumably); facts about the run go to the run's report (``ctx.record``)."""
+    adapter, decode (resumably); facts about the run go to the run's report (``ctx.record``).
+    ``candidates``: the only leaves each query ranks (by query id; a reranker's first stage)."""
     from searchtome.baselines.generative.train import load_adapter
 
     from searchtome.threads import require_applied
@@ -104,6 +106,8 @@ def run_generative(
     key = _predictions_key(
         cfg, queries, split, adapter_key, system=system, with_toc=with_toc, train=fine_tune
     )
+    if candidates is not None:  # another first stage, other answers: another partial file
+        key = stable_hash([key, [candidates[q.query_id] for q in queries]])[:20]
     decoded = _predict(
         lm,
         Predictor(lm, books, cfg, frozen_prefix),
@@ -111,6 +115,7 @@ def run_generative(
         cfg,
         partial=ctx.cache_dir / "predictions" / f"{key}.jsonl",
         desc=f"{system} {split}",
+        candidates=candidates,
     )
     notes["predict_seconds"] = round(time.perf_counter() - t1, 1)
     rankings = {q.query_id: tuple(decoded[q.query_id].ids[:MAX_IDS]) for q in queries}
@@ -175,6 +180,7 @@ def _predict(
     *,
     partial: Path,
     desc: str,
+    candidates: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Decoded]:
     """Decode every query; finished batches are appended to ``partial``, read back on resume.
 
@@ -194,7 +200,11 @@ def _predict(
     new = run_sharded(
         todo,
         lambda part: predictor.run(
-            part, cfg.decoding, desc=desc, on_batch=lambda rows: append_partial(mine, rows)
+            part,
+            cfg.decoding,
+            desc=desc,
+            on_batch=lambda rows: append_partial(mine, rows),
+            candidates=candidates,
         ),
     )
     return {**done, **new}
