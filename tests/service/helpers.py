@@ -277,9 +277,11 @@ def postgres() -> Iterator[str]:
         raise RuntimeError("no PostgreSQL server binary (apt-get install postgresql)")
     run_as: list[str] = []
     if os.geteuid() == 0:  # root may not run postgres: the package's own user does
-        if shutil.which("runuser") is None:
+        # runuser lives in /usr/sbin, which a CI image's PATH may lack: look there as well.
+        runuser = shutil.which("runuser", path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin")
+        if runuser is None:
             raise RuntimeError("running as root without runuser to start postgres as 'postgres'")
-        run_as = ["runuser", "-u", "postgres", "--"]
+        run_as = [runuser, "-u", "postgres", "--"]
     data = Path(tempfile.mkdtemp(prefix="searchtome-pg-"))
     if run_as:
         shutil.chown(data, "postgres")
