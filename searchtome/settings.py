@@ -82,6 +82,24 @@ def set_progress(enabled: bool | None) -> None:
         os.environ["SEARCHTOME_NO_PROGRESS"] = "1"
         os.environ["TQDM_DISABLE"] = "1"
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+        _silence_imported_bars()
+
+
+def _silence_imported_bars() -> None:
+    """Libraries already imported read those variables at their import (a test, a notebook,
+    ``main()`` called in-process): switch their bars off through their own calls."""
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "datasets" in sys.modules:
+        import datasets
+
+        datasets.disable_progress_bars()
 
 
 def progress_enabled() -> bool:

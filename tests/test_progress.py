@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 
-from searchtome.settings import progress
+import pytest
+
+from searchtome.settings import progress, set_progress
 
 
 def test_no_eta_before_enough_items_are_done() -> None:
@@ -18,3 +20,27 @@ def test_no_eta_before_enough_items_are_done() -> None:
     last = out.getvalue().split("\r")[-1]
     assert "4/100 [" in last and "<?" not in last  # a time left from here on
     bar.close()
+
+
+def test_no_progress_silences_bars_of_libraries_imported_before_it(monkeypatch) -> None:
+    """tqdm and the Hugging Face libraries read their switches at import; ``--no-progress``
+    given to ``main()`` later (a notebook, a test) still turns their bars off."""
+    transformers_logging = pytest.importorskip("transformers.utils.logging")
+    import huggingface_hub.utils as hub_utils
+
+    for name in ("SEARCHTOME_NO_PROGRESS", "TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        monkeypatch.delenv(name, raising=False)
+    transformers_logging.enable_progress_bar()
+    hub_utils.enable_progress_bars()
+    try:
+        set_progress(False)
+        assert not transformers_logging.is_progress_bar_enabled()
+        assert hub_utils.are_progress_bars_disabled()
+        out = io.StringIO()
+        for _ in transformers_logging.tqdm(range(3), desc="converting", file=out):
+            pass
+        assert out.getvalue() == ""
+    finally:
+        set_progress(None)
+        transformers_logging.enable_progress_bar()
+        hub_utils.enable_progress_bars()
