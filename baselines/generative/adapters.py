@@ -9,7 +9,6 @@ Another run with the same key reuses it instead of training again.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from searchtome.baselines.generative.card import CARD_FILE, AdapterCard, new_card, read_card
 from searchtome.baselines.generative.common import model_fingerprint
 from searchtome.baselines.generative.config import (
     RESTRICTION,
@@ -233,7 +233,8 @@ def tune_adapter(
     if cached:
         log.info("reusing the trained adapter %s", final)
         set_lora_state(lm, _load_lora_weights(final))
-        report = adapter_meta(final).get("training", {})
+        card = read_card(final)
+        report = card.training.to_dict() if card and card.training else {}
         return TunedAdapter(key, final, frozen_prefix, report, reused=True)
     log.info(
         "training %s on %d examples of %d book(s); %d dev queries for selection",
@@ -243,14 +244,8 @@ def tune_adapter(
         len(data.dev),
     )
     report = _train(lm, data, cfg, frozen_prefix, final, ctx.seed)
-    meta = {
-        "system": system,
-        "frozen_prefix": frozen_prefix,
-        "training": report,
-        "config": cfg.training_fields(),
-        "seed": ctx.seed,
-    }
-    _save(lm, final, meta)
+    card = new_card(system, frozen_prefix, ctx.seed, cfg.training_fields(), report)
+    _save(lm, final, card)
     return TunedAdapter(key, final, frozen_prefix, report, reused=False)
 
 
@@ -290,8 +285,8 @@ def _train(
     return report
 
 
-def _save(lm: LM, final: Path, meta: dict[str, Any]) -> None:
-    """Write the adapter and its searchtome.json atomically, then drop the training state."""
+def _save(lm: LM, final: Path, card: AdapterCard) -> None:
+    """Write the adapter and its card atomically, then drop the training state."""
     import shutil
 
     from searchtome.io import atomic_dir, commit_dir, write_json
@@ -299,18 +294,13 @@ def _save(lm: LM, final: Path, meta: dict[str, Any]) -> None:
     if is_main():  # one writer under `accelerate launch`
         tmp = atomic_dir(final)
         lm.peft.save_pretrained(str(tmp))
-        write_json(tmp / "searchtome.json", meta)
+        write_json(tmp / CARD_FILE, card.to_dict())
         commit_dir(tmp, final)
         shutil.rmtree(work_dir(final), ignore_errors=True)
     barrier()  # the others read the adapter's folder only once it is complete
 
 
 # -- reading a saved adapter -----------------------------------------------------------------------
-
-
-def adapter_meta(path: Path) -> dict[str, Any]:
-    meta = path / "searchtome.json"
-    return json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else {}
 
 
 def _load_lora_weights(path: Path) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from searchtome.baselines.generative.adapters import adapter_meta, training_books, tune_adapter
+from searchtome.baselines.generative.adapters import training_books, tune_adapter
 from searchtome.baselines.generative.books import book_context
+from searchtome.baselines.generative.card import read_card
 from searchtome.baselines.generative.config import GenRetConfig
 from searchtome.baselines.generative.parallel import distributed, from_main, run_sharded, start
 from searchtome.baselines.generative.predict import (
@@ -87,7 +88,8 @@ def run_generative(
     adapter_key = None
     if cfg.adapter:
         load_adapter(lm, Path(cfg.adapter))
-        frozen_prefix = adapter_meta(Path(cfg.adapter)).get("frozen_prefix", False)
+        card = read_card(Path(cfg.adapter))  # a copy without its card: the adapted prefix
+        frozen_prefix = bool(card and card.frozen_prefix)
         notes["adapter"] = cfg.adapter
     elif fine_tune:
         require_applied("training")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from searchtome.baselines.generative.card import CARD_FILE, read_card
 from searchtome.submissions.runinfo import TrainingReport
 
 from searchtome.errors import SearchTomeError
-from searchtome.io import read_json
 
 # The cache layout of a training in progress, written by adapters.py and train.py, read here.
 WORK_SUFFIX = ".work"
@@ -119,10 +119,8 @@ def trainings(root: Path) -> list[TrainingStatus]:
                 if status is not None:
                     out.append(status)
                 continue
-            meta_file = folder / "searchtome.json"
-            if not meta_file.is_file():
-                continue
-            meta = read_json(meta_file)
-            if isinstance(meta, dict) and isinstance(meta.get("training"), dict):
-                out.append(_status(system, folder.name, True, meta["training"], meta_file))
+            card = read_card(folder)
+            if card is not None and card.training is not None:
+                report = card.training.to_dict()
+                out.append(_status(system, folder.name, True, report, folder / CARD_FILE))
     return out

@@ -432,8 +432,15 @@ def test_stair_run_is_deterministic_and_reuses_its_adapter(
     assert notes1.adapter is not None
     adapter = Path(notes1.adapter.replace("$SEARCHTOME_HOME", str(home())))
     assert (adapter / "adapter_config.json").is_file()
+    from searchtome.baselines.generative.card import CARD_VERSION, read_card
+
+    card = read_card(adapter)  # its card: typed, versioned, the training's own report
+    assert card is not None and card.card_version == CARD_VERSION and card.system == "stair"
+    assert card.seed == 7 and card.frozen_prefix is False  # stair adapts the ToC by default
+    assert card.training is not None and card.training.epochs == 2
     run2, _, info2 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
     assert info2.report.adapter_reused is True
+    assert info2.report.training == notes1.training  # read back from the card
     assert run2.rankings == run1.rankings and run2.scores == run1.scores
     # A fresh cache (nothing reused) trains the same adapter again under the same seed.
     monkeypatch.setenv("SEARCHTOME_HOME", str(tmp_path / "other-home"))

@@ -86,3 +86,39 @@ def test_a_mistyped_training_report_names_the_field(tmp_path, monkeypatch, capsy
     assert main(["ls", "trainings"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "gggg/searchtome.json: training.history must be a list" in err[0]
+
+
+# -- the adapter card (searchtome.json) ---------------------------------------------------------
+
+
+def test_an_adapter_card_reads_back_what_it_wrote_and_old_cards_upgrade(tmp_path) -> None:
+    from searchtome.baselines.generative.card import (
+        CARD_FILE,
+        CARD_VERSION,
+        new_card,
+        read_card,
+    )
+
+    from searchtome.errors import SearchTomeError
+
+    assert read_card(tmp_path) is None  # a copied-in adapter without a card
+    report = _report(3, [0.1, 0.3, 0.2], "early stop")
+    card = new_card("stair", True, 7, {"lr": 0.002, "adapt_toc": True}, report)
+    (tmp_path / CARD_FILE).write_text(json.dumps(card.to_dict()))
+    back = read_card(tmp_path)
+    assert back == card and back.card_version == CARD_VERSION and back.frozen_prefix is True
+    assert back.training is not None and back.training.to_dict() == report
+    # A card from before versions: no version, no frozen_prefix (its readers took false).
+    old = {"system": "dsi", "training": report, "seed": 1}
+    (tmp_path / CARD_FILE).write_text(json.dumps(old))
+    upgraded = read_card(tmp_path)
+    assert (
+        upgraded is not None and upgraded.card_version is None and upgraded.frozen_prefix is False
+    )
+    assert upgraded.to_dict() == old  # the upgrade fills a derived field, never written back
+    (tmp_path / CARD_FILE).write_text(json.dumps({**old, "version": CARD_VERSION + 1}))
+    with pytest.raises(SearchTomeError, match=f"card version {CARD_VERSION + 1}.*upgrade"):
+        read_card(tmp_path)
+    (tmp_path / CARD_FILE).write_text(json.dumps({**old, "frozen_prefix": "yes"}))
+    with pytest.raises(SearchTomeError, match=r"searchtome\.json: frozen_prefix must be true or"):
+        read_card(tmp_path)
