@@ -43,6 +43,7 @@ BASELINE_TYPES: dict[str, str] = {
     "finetune-hybrid": "hybrid",
     "rerank": "hybrid",
     "stair": "generative",
+    "stair-rerank": "hybrid",  # a first stage's ranks fused with STAIR's scores
     "dsi": "generative",
     "dsi-constrained": "generative",
     "zeroshot-llm": "zero-shot",

@@ -111,7 +111,7 @@ def test_listing_baselines_imports_no_baseline_module_and_run_imports_one() -> N
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     lines = out.stdout.splitlines()
-    assert lines[0] == "15 [] False"
+    assert lines[0] == "16 [] False"
     assert lines[1].startswith("['searchtome.baselines.bm25'") and lines[1].endswith("False")
     assert "navtree" not in lines[1] and "generative" not in lines[1]
     assert lines[2] == "True False"
