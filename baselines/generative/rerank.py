@@ -8,9 +8,10 @@ judge between the few leaves the text already found. Inside the top ``k`` the ne
 ``weight * z(STAIR log P) + (1 - weight) * z(-rank)`` (z-scores over the query's candidates;
 ties keep the first stage's order; ``weight = 1``: STAIR alone among the candidates); the leaves
 below rank ``k`` keep the first stage's order. Ids that are no leaf of the query's book (a
-first stage that writes headers or invented ids) are dropped: the reranker names leaves only. The first stage is a run
-file (any submission folder, JSON lines or TREC run of the split being run), so any system can
-be reranked, and only its ranks are used (runs carry scores of different scales, or none).
+first stage that writes headers or invented ids) are dropped: the reranker names leaves only.
+The first stage is a run file (any submission folder, JSON lines or TREC run of the split being
+run), so any system can be reranked, and only its ranks are used (runs carry scores of
+different scales, or none).
 
 The adapter is STAIR's own: the same training settings and seed reuse STAIR's cached adapter
 (``$SEARCHTOME_HOME/baselines/stair/adapters/``), so ``searchtome run stair --seed N`` followed by
