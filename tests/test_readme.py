@@ -116,3 +116,35 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert tests in ci_lines, "the README's test command must appear verbatim in .ci/run"
     # The demo and test commands install the same way.
     assert demo.rsplit("&&", 1)[0].replace('".[ml]"', '".[ml,dev]"') == tests.rsplit("&&", 1)[0]
+
+
+def _seed_paragraph() -> str:
+    start = README.index("**Inside the seed noise?**")
+    end = README.index("\n\n", start)
+    return " ".join(README[start:end].split())
+
+
+def _signed(x: float) -> str:
+    """A difference as the README writes it: one decimal, its sign, a typographic minus."""
+    return f"{100 * x:+.1f}".replace("-", "\u2212")
+
+
+def test_the_seed_paragraph_prints_the_committed_seed_spread() -> None:
+    """Every seed figure in the README's *Inside the seed noise?* paragraph is the one the
+    committed leaderboard.json holds: adding a seed run without rewriting the paragraph fails."""
+    import json
+
+    board = json.loads((ROOT / "leaderboard/whole-child/leaderboard.json").read_text("utf-8"))
+    text = _seed_paragraph()
+    wanted = []
+    for group in board["seeds"]["groups"]:
+        runs = [f"{100 * run['aggregate']['R@1']:.1f}" for run in group["runs"]]
+        wanted.append(f"{', '.join(runs[:-1])} and {runs[-1]}")
+        wanted.append(f"({100 * group['mean']['R@1']:.1f} ± {100 * group['sd']['R@1']:.1f})")
+    for comparison in board["seeds"]["comparisons"]:
+        overall = next(o for o in comparison["overall"] if o["measure"] == "R@1")
+        rare = comparison["rare_pooled"]
+        for test in (overall, rare):
+            wanted.append(f"{_signed(test['ci_low'])} to {_signed(test['ci_high'])}")
+    missing = [w for w in wanted if w not in text]
+    assert not missing, f"README seed paragraph lacks {missing}"
