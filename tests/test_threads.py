@@ -15,7 +15,7 @@ import pytest
 
 from searchtome import threads
 from searchtome.errors import SearchTomeError
-from tests.fixtures.llm_helpers import tiny_lm_fixture  # noqa: F401
+from tests.fixtures.llm_helpers import tiny_lm_fixture, tiny_run  # noqa: F401
 
 
 @pytest.fixture
@@ -181,16 +181,7 @@ def test_dsi_predictions_are_the_same_alone_and_beside_busy_processes(
     pytest.importorskip("torch")
     from searchtome.baselines.runner import execute
 
-    overrides = {
-        "model": str(tiny_lm_dir),
-        "dtype": "float32",
-        "device": "cpu",
-        "restricted": "exclude",
-        "max_epochs": 1,
-        "lr": 0.01,
-        "dev_max_queries": 4,
-        "lora_layers": 0,
-    }
+    overrides = tiny_run(tiny_lm_dir, lr=0.01)
     monkeypatch.delenv(threads.ENV_THREADS, raising=False)
     checked: list[tuple[str, int]] = []
     real_require = threads.require_applied

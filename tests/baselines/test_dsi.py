@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.llm_helpers import one_thread, tiny_lm_fixture  # noqa: F401
+from tests.fixtures.llm_helpers import one_thread, tiny_lm_fixture, tiny_run  # noqa: F401
 
 pytest.importorskip("torch")
 
@@ -68,18 +68,7 @@ def test_dsi_semantic_identifiers_run_end_to_end(tiny_lm_dir, tiny_dataset) -> N
     from searchtome.baselines.runner import execute
 
     one_thread()
-    overrides = {
-        "model": str(tiny_lm_dir),
-        "dtype": "float32",
-        "device": "cpu",
-        "restricted": "exclude",
-        "identifiers": "semantic",
-        "semantic_k": 3,
-        "semantic_c": 3,
-        "max_epochs": 1,
-        "lora_layers": 0,
-        "dev_max_queries": 4,
-    }
+    overrides = tiny_run(tiny_lm_dir, identifiers="semantic", semantic_k=3, semantic_c=3)
     run, meta, info = execute("dsi-constrained", tiny_dataset, "test", None, overrides, seed=1)
     ds = load(tiny_dataset)
     for q in ds.queries("test"):
@@ -156,17 +145,7 @@ def test_dsi_decodes_freely_and_dsi_constrained_only_names_leaves(
     from searchtome.baselines.runner import execute
 
     one_thread()
-    overrides = {
-        "model": str(tiny_lm_dir),
-        "dtype": "float32",
-        "device": "cpu",
-        "restricted": "exclude",
-        "identifiers": "atomic",
-        "max_epochs": 1,
-        "lora_layers": 0,
-        "dev_max_queries": 4,
-        "max_output_tokens": 4,
-    }
+    overrides = tiny_run(tiny_lm_dir, identifiers="atomic", max_output_tokens=4)
     free, meta, info = execute("dsi", tiny_dataset, "test", None, overrides, seed=1)
     tied, meta_c, info_c = execute("dsi-constrained", tiny_dataset, "test", None, overrides, 1)
     assert (meta.config or {})["decode"] == "free" and (meta_c.config or {})["decode"] == "beam"

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.llm_helpers import one_thread, smollm2_fixture, tiny_lm_fixture  # noqa: F401
+from tests.fixtures.llm_helpers import (  # noqa: F401
+    one_thread,
+    smollm2_fixture,
+    tiny_lm_fixture,
+    tiny_run,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -413,16 +418,7 @@ def test_stair_run_is_deterministic_and_reuses_its_adapter(
     from searchtome.baselines.runner import execute
 
     one_thread()
-    overrides = {
-        "model": str(tiny_lm_dir),
-        "dtype": "float32",
-        "device": "cpu",
-        "restricted": "exclude",
-        "max_epochs": 2,
-        "lr": 0.01,
-        "dev_max_queries": 8,
-        "lora_layers": 0,
-    }
+    overrides = tiny_run(tiny_lm_dir, max_epochs=2, lr=0.01, dev_max_queries=8)
     run1, _, info1 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)
     notes1 = info1.report
     assert notes1.epochs == 2 and not notes1.adapter_reused

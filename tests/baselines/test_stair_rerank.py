@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.llm_helpers import one_thread, tiny_lm_fixture  # noqa: F401
+from tests.fixtures.llm_helpers import one_thread, tiny_lm_fixture, tiny_run  # noqa: F401
 
 torch = pytest.importorskip("torch")
 
@@ -67,16 +67,7 @@ def test_stair_rerank_scores_the_candidates_as_stair_exact_does(
     from searchtome.baselines.runner import execute
 
     one_thread()
-    overrides = {
-        "model": str(tiny_lm_dir),
-        "dtype": "float32",
-        "device": "cpu",
-        "restricted": "exclude",
-        "max_epochs": 1,
-        "lr": 0.01,
-        "dev_max_queries": 4,
-        "lora_layers": 0,
-    }
+    overrides = tiny_run(tiny_lm_dir, lr=0.01)
     exact, _, _ = execute("stair", tiny_dataset, "test", None, overrides | {"decode": "exact"}, 3)
     first = _first_stage(tiny_dataset, tmp_path / "first.jsonl")
     k = 4
