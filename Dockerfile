@@ -10,8 +10,6 @@ WORKDIR /app
 COPY pyproject.toml README.md LICENSE ./
 COPY searchtome ./searchtome
 COPY baselines ./baselines
-COPY leaderboard ./leaderboard
-COPY submissions ./submissions
 # The light core plus the server extra: no torch, no model weights.
 RUN pip install --no-cache-dir ".[server]" \
     && useradd --system --create-home --home-dir /srv/searchtome searchtome

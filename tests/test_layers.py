@@ -32,8 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = {
     "searchtome": ROOT / "searchtome",
     "searchtome.baselines": ROOT / "baselines",
-    "searchtome.leaderboard": ROOT / "leaderboard",
-    "searchtome.submissions": ROOT / "submissions",
 }
 LAYERS: dict[str, int] = {
     "ingest": 1,
@@ -79,13 +77,7 @@ def _module_files() -> Iterator[tuple[str, Path]]:
     for package, folder in PACKAGE_DIRS.items():
         for path in sorted(folder.rglob("*.py")):
             rel = path.relative_to(folder).with_suffix("").parts
-            if (
-                package == "searchtome.submissions"
-                and len(rel) > 1
-                and not (folder / rel[0] / "__init__.py").exists()
-            ):
-                continue  # submitted runs, not code
-            if package == "searchtome" and rel[0] in ("baselines", "leaderboard", "submissions"):
+            if package == "searchtome" and rel[0] == "baselines":
                 continue
             parts = [p for p in rel if p != "__init__"]
             yield ".".join([package, *parts]), path
