@@ -40,11 +40,11 @@ from searchtome.baselines.bm25 import BM25Config, BM25Index, rank_desc
 from searchtome.baselines.encoders import Encoder, EncoderConfig
 from searchtome.baselines.navtree import HybridConfig, NavTreeConfig, chunks_of_leaves, run_hybrid
 from searchtome.baselines.registry import RunContext, register
-from searchtome.submissions.runinfo import TrainingReport
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
 from searchtome.records import Run
+from searchtome.submissions.runinfo import TrainingReport
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from searchtome.baselines.phases import Phases
-from searchtome.submissions.runinfo import RunReport
 
 from searchtome.limits import DEFAULT_SEED
 from searchtome.registry import Registry
+from searchtome.submissions.runinfo import RunReport
 
 # Every baseline and the module that registers it: `searchtome run NAME` imports that module
 # alone, and names are listed without importing any.

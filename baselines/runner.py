@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from searchtome.baselines.phases import Phases
-from searchtome.submissions.meta import RunMeta, parse_run_meta, read_meta
-from searchtome.submissions.runinfo import DatasetFacts, Phase, RunInfo, RunReport
 
 from searchtome.config import config_record, make_config
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import cpu_facts, hardware
 from searchtome.limits import DEFAULT_SEED, MAX_IDS
 from searchtome.records import BASELINE_TYPES
+from searchtome.submissions.meta import RunMeta, parse_run_meta, read_meta
+from searchtome.submissions.runinfo import DatasetFacts, Phase, RunInfo, RunReport
 
 log = logging.getLogger(__name__)
 

@@ -33,9 +33,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from searchtome.submissions.reader import read_submission
-
 from searchtome.dataset import load
+from searchtome.submissions.reader import read_submission
 
 LABELS = ("gold-only", "both", "pred-better", "vague")
 

@@ -23,13 +23,13 @@ import statistics
 from pathlib import Path
 
 from searchtome.baselines.runner import OutputOptions, RunOptions, run_baseline
-from searchtome.leaderboard import score_runs
-from searchtome.submissions import read_submission
 
 from searchtome.commands.demo import PROFILES
 from searchtome.dataset import load
 from searchtome.hardware import cpu_facts
 from searchtome.io import write_json
+from searchtome.leaderboard import score_runs
+from searchtome.submissions import read_submission
 
 SYSTEMS = ("stair", "dsi")
 MEASURES = ("R@1", "R@3", "nDCG@3", "Invalid@1")

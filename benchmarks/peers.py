@@ -121,8 +121,8 @@ def metrics_row(quick: bool, repeats: int) -> Iterator[Row]:
 
 def significance_row(quick: bool, repeats: int) -> Iterator[Row]:
     from scoring import synthetic
-    from searchtome.leaderboard.significance import CompareOptions, compare
 
+    from searchtome.leaderboard.significance import CompareOptions, compare
     from searchtome.metrics import Qrels, evaluate_arrays
 
     n, flips = (1_000, 1_000) if quick else (2_000, 10_000)

@@ -34,9 +34,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
 from searchtome.leaderboard.document import read_document
 from searchtome.leaderboard.significance import CompareOptions, compare
-
 from searchtome.metrics import DEFAULT_MEASURES, Qrels, evaluate_arrays
 from searchtome.records import Run
 
@@ -193,9 +193,8 @@ def scale_dataset(root: Path, n_queries: int, n_leaves: int, seed: int) -> Path:
 def scale_submissions(data: Path, out: Path, n_systems: int, depth: int, seed: int) -> Path:
     """One submission folder per system; system ``s`` puts the gold leaf first with a
     probability rising with ``s`` and somewhere in its top ``depth`` otherwise, or not at all."""
-    from searchtome.submissions import make_meta, write_submission
-
     from searchtome.dataset.loader import load
+    from searchtome.submissions import make_meta, write_submission
 
     ds = load(data)
     queries = ds.queries("test")
@@ -230,11 +229,10 @@ def scale_submissions(data: Path, out: Path, n_systems: int, depth: int, seed: i
 def _timed_stages(data: Path, subs: Path, args: argparse.Namespace) -> list[Stage]:
     """``build_leaderboard`` first, in a fresh process (its peak is its own), then its parts
     one by one, with every pair tested instead of each system against the top one."""
+    from searchtome.dataset.loader import load
     from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
     from searchtome.leaderboard.scoring import score_runs
     from searchtome.submissions.validate import validate_submission
-
-    from searchtome.dataset.loader import load
 
     rows: list[Stage] = []
     with stage("build_leaderboard: validate, score, vs top, render", rows):

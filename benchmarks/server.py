@@ -31,12 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchtome.submissions import Limits, read_submission, write_submission  # noqa: E402
-
 from searchtome.dataset.blind import rename_run, with_private  # noqa: E402
 from searchtome.dataset.loader import load  # noqa: E402
 from searchtome.service.checks import pack_scores, validate  # noqa: E402
 from searchtome.service.client import Server as Client  # noqa: E402
+from searchtome.submissions import Limits, read_submission, write_submission  # noqa: E402
 from tests.service.helpers import Server, add_team, init_home, postgres, wait_until  # noqa: E402
 
 SYSTEMS = ("bm25", "bm25-plain", "dpr", "hybrid", "navtree", "stair", "dsi", "zeroshot-llm")

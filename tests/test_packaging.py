@@ -24,6 +24,7 @@ def test_every_package_folder_is_declared() -> None:
 
 def test_top_level_names_stay_inside_the_namespace() -> None:
     import searchtome.baselines
+
     import searchtome.leaderboard
     import searchtome.submissions
 

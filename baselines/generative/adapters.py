@@ -33,11 +33,11 @@ from searchtome.baselines.generative.parallel import (
 )
 from searchtome.baselines.generative.predict import Predictor
 from searchtome.baselines.generative.trainings import work_dir
-from searchtome.submissions.runinfo import TrainingReport
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
 from searchtome.records import Query
+from searchtome.submissions.runinfo import TrainingReport
 
 if TYPE_CHECKING:
     from searchtome.baselines.generative.books import BookCtx

@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from searchtome.submissions.runinfo import Part, TrainingReport, all_problems
-
 from searchtome.errors import SearchTomeError
 from searchtome.io import read_json
+from searchtome.submissions.runinfo import Part, TrainingReport, all_problems
 
 CARD_FILE = "searchtome.json"
 CARD_VERSION = 1

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from searchtome.baselines.generative.card import CARD_FILE, read_card
-from searchtome.submissions.runinfo import TrainingReport
 
 from searchtome.errors import SearchTomeError
+from searchtome.submissions.runinfo import TrainingReport
 
 # The cache layout of a training in progress, written by adapters.py and train.py, read here.
 WORK_SUFFIX = ".work"

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+
 from searchtome.leaderboard.results import Breakdown, PairedAnalysis, PairedTest
 from searchtome.leaderboard.scoring import Scoreboard
 from searchtome.leaderboard.significance import Engine, at_floor, mcnemar

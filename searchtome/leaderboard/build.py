@@ -15,6 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from searchtome.dataset.loader import Dataset, load
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike, atomic_write
 from searchtome.leaderboard.analyses import DEFAULT_PAIR, Resampling, analyses, paired_analysis
 from searchtome.leaderboard.checks import run_checks
 from searchtome.leaderboard.comparison import OVERALL, ComparisonReport, PairTest
@@ -41,17 +44,13 @@ from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.seeds import seed_spread, split_seed_runs
 from searchtome.leaderboard.significance import CompareOptions, compare
 from searchtome.leaderboard.systems import palette, type_problem
+from searchtome.metrics.defaults import DEFAULT_MEASURES
+from searchtome.settings import progress
 from searchtome.submissions.meta import parse_run_meta
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.reader import find_predictions
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES
 from searchtome.submissions.validate import ValidationReport, validate_submission
-
-from searchtome.dataset.loader import Dataset, load
-from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, atomic_write
-from searchtome.metrics.defaults import DEFAULT_MEASURES
-from searchtome.settings import progress
 from searchtome.version import __version__
 
 log = logging.getLogger(__name__)

@@ -10,9 +10,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from searchtome.leaderboard.text import finite, floor_text, fmt_p, latex_escape, md_escape
-
 from searchtome.errors import SearchTomeError
+from searchtome.leaderboard.text import finite, floor_text, fmt_p, latex_escape, md_escape
 
 OVERALL = "overall"  # the scope of the tests over all queries (the others are domains)
 

@@ -16,15 +16,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike
 from searchtome.leaderboard.costs import fmt_seconds
 from searchtome.leaderboard.results import Entry, LearningCurve, curve_groups
 from searchtome.leaderboard.text import md_escape, percent
 from searchtome.submissions.meta import RunMeta, parse_run_meta
 from searchtome.submissions.runinfo import HISTORY_FIELD as TRAINING_FIELD
 from searchtome.submissions.schema import META_FILE
-
-from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike
 
 CURVES_HEADING = "Learning curves (dev R@1 %, per epoch)"
 NOT_EVALUATED = "–"  # a table cell for an epoch without a dev evaluation

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike, atomic_write, dumps, read_json
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.results import (
     CURVES_KEY,
@@ -49,9 +51,6 @@ from searchtome.leaderboard.results import (
 from searchtome.leaderboard.text import finite
 from searchtome.submissions.meta import meta_dict, parse_run_meta
 from searchtome.submissions.validate import ValidationReport
-
-from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, atomic_write, dumps, read_json
 
 FORMAT = "searchtome-leaderboard-v1"  # the file's "format": the version is its last part
 VERSION = 1

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchtome.leaderboard.results import LeaderboardResult
-
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, read_json, write_json
+from searchtome.leaderboard.results import LeaderboardResult
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.structure import STRUCTURE_MEASURES
 

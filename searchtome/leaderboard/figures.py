@@ -10,6 +10,7 @@ import io
 from typing import Any
 
 import numpy as np
+
 from searchtome.leaderboard.results import (
     CURVES_TITLE,
     Breakdown,

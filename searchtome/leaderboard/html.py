@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+from searchtome.dataset.manifest import DatasetManifest
 from searchtome.leaderboard.checks import CHECK_LEGEND, cell, grid, is_short, summary
 from searchtome.leaderboard.comparison import OVERALL, PairTest
 from searchtome.leaderboard.costs import Cost, fmt_count, fmt_mib, fmt_seconds
@@ -58,8 +59,6 @@ from searchtome.leaderboard.tables import headline, settings_text, short_note
 from searchtome.leaderboard.text import fmt_p, percent
 from searchtome.submissions.meta import shown_fields
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
-
-from searchtome.dataset.manifest import DatasetManifest
 
 TEMPLATES = Path(__file__).parent / "templates"  # package data (pyproject's package-data)
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from searchtome.io import dumps
 from searchtome.leaderboard.scoring import Scoreboard
 from searchtome.leaderboard.text import percent, term_text
-
-from searchtome.io import dumps
 from searchtome.metrics.scorer import is_count
 
 PERCENT_NOTE = "values in % ({agg})"

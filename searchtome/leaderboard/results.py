@@ -16,18 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from searchtome.dataset.manifest import DatasetManifest
+from searchtome.io import PathLike
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.scoring import beyond_depth
 from searchtome.leaderboard.systems import SystemCard
 from searchtome.leaderboard.text import fmt_p
-from searchtome.submissions.meta import RunMeta
-from searchtome.submissions.validate import ValidationReport
-
-from searchtome.dataset.manifest import DatasetManifest
-from searchtome.io import PathLike
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.structure import STRUCTURE_MEASURES
 from searchtome.metrics.ties import TIE_RULE
+from searchtome.submissions.meta import RunMeta
+from searchtome.submissions.validate import ValidationReport
 
 MAIN_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")  # the main table's columns and tests
 MARK = "†"  # differs significantly from the top system

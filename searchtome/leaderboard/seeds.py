@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from searchtome.dataset.loader import Dataset
 from searchtome.leaderboard.analyses import RARE_MAX, Resampling, paired_analysis
 from searchtome.leaderboard.results import (
     MAIN_MEASURES,
@@ -41,8 +43,6 @@ from searchtome.submissions.meta import RunMeta, parse_run_meta
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.schema import META_FILE
 from searchtome.submissions.validate import ValidationReport
-
-from searchtome.dataset.loader import Dataset
 
 SEED_NAME = re.compile(r"^(?P<base>.+?)-seed(?P<seed>[0-9]+)$")
 # Config keys that say how a run was executed, not what was trained: a seed run may differ there.

@@ -31,6 +31,8 @@ from itertools import combinations
 from typing import Any, Literal
 
 import numpy as np
+
+from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.leaderboard.comparison import (
     MCNEMAR_TEXT,
     OVERALL,
@@ -38,8 +40,6 @@ from searchtome.leaderboard.comparison import (
     ComparisonSettings,
     PairTest,
 )
-
-from searchtome.errors import SearchTomeError, unknown_name
 
 BLOCK = 512  # sign vectors drawn at a time; part of the seeded stream's definition
 # A work size that bounds memory, not results: pairs per comparison chunk. Every element is

@@ -17,9 +17,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from searchtome.leaderboard.costs import Cost
-from searchtome.submissions.meta import RunMeta, parse_run_meta
-
 from searchtome.records import BASELINE_TYPES, SYSTEM_TYPES
+from searchtome.submissions.meta import RunMeta, parse_run_meta
 
 # Colour-blind-aware first colours (matplotlib's tab10), then their light tab20 partners; past
 # twenty, further hues by the golden angle: no two systems ever share a colour.

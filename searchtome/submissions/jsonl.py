@@ -15,13 +15,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from searchtome.metrics.ties import TIE_RULE, count_ties
+from searchtome.runs import Run
 from searchtome.submissions.lines import Limits, iter_lines
 from searchtome.submissions.problems import Predictions, Problem, ProblemLog, quote
 from searchtome.submissions.schema import LINE_FIELDS, REQUIRED_LINE_FIELDS
 from searchtome.submissions.strictjson import is_number, loads_strict, type_name
-
-from searchtome.metrics.ties import TIE_RULE, count_ties
-from searchtome.runs import Run
 
 # Records an error on the current line: (field, message, code).
 Report = Callable[[str, str, str], None]

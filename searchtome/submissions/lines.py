@@ -6,8 +6,6 @@ or broken upload cannot exhaust memory. Gzip is recognised by its magic bytes, n
 
 from __future__ import annotations
 
-from searchtome.limits import MAX_IDS
-
 import gzip
 import zlib
 from collections.abc import Iterator
@@ -15,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from searchtome.submissions.problems import KEEP_PER_KIND, Problem
-
 from searchtome.io import PathLike
+from searchtome.limits import MAX_IDS
+from searchtome.submissions.problems import KEEP_PER_KIND, Problem
 
 # Errors a truncated or corrupt gzip stream raises while reading.
 _READ_ERRORS = (OSError, EOFError, zlib.error)

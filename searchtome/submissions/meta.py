@@ -16,6 +16,10 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from searchtome.errors import SearchTomeError
+from searchtome.hardware import hardware as describe_hardware
+from searchtome.io import PathLike, atomic_write, dumps
+from searchtome.records import BASELINE_TYPES
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits
 from searchtome.submissions.problems import Problem, quote
 from searchtome.submissions.runinfo import (
@@ -28,11 +32,6 @@ from searchtome.submissions.runinfo import (
 )
 from searchtome.submissions.schema import META_FIELDS, META_FILE, META_REQUIRED
 from searchtome.submissions.strictjson import key_lines, loads_strict, type_name, unusable
-
-from searchtome.errors import SearchTomeError
-from searchtome.hardware import hardware as describe_hardware
-from searchtome.io import PathLike, atomic_write, dumps
-from searchtome.records import BASELINE_TYPES
 from searchtome.version import __version__
 
 # JSON type name (as written in the schema) -> check(value, required).

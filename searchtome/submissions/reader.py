@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
-from searchtome.submissions.problems import Predictions, Problem, ProblemLog, counts_of, quote
-from searchtome.submissions.schema import META_FILE, PREDICTION_FILES, RunFormat
-
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
 from searchtome.runs import Run, Submission
+from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
+from searchtome.submissions.problems import Predictions, Problem, ProblemLog, counts_of, quote
+from searchtome.submissions.schema import META_FILE, PREDICTION_FILES, RunFormat
 
 if TYPE_CHECKING:
     from searchtome.submissions.meta import RunMeta

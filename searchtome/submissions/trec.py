@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
+from searchtome.metrics.ties import TIE_RULE, count_ties, order_by_score
+from searchtome.runs import Run
 from searchtome.submissions.lines import Limits, iter_lines
 from searchtome.submissions.problems import Predictions, Problem, ProblemLog, quote
 from searchtome.submissions.trec_fast import read_fast
-
-from searchtome.metrics.ties import TIE_RULE, count_ties, order_by_score
-from searchtome.runs import Run
 
 
 @dataclass

@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from searchtome.dataset.loader import Dataset, load
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike
+from searchtome.metrics.structure import NodeKind, classify
+from searchtome.runs import Run, Submission
 from searchtome.submissions.jsonl import Answer, LineParser
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
 from searchtome.submissions.problems import (
@@ -33,12 +38,6 @@ from searchtome.submissions.problems import (
 )
 from searchtome.submissions.reader import SubmissionFiles, open_submission, read_predictions
 from searchtome.submissions.schema import PREDICTION_FILES, RunFormat
-
-from searchtome.dataset.loader import Dataset, load
-from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike
-from searchtome.metrics.structure import NodeKind, classify
-from searchtome.runs import Run, Submission
 
 # Problems after which the predictions file was not read to its end (so no query is "missing").
 _UNREADABLE = ("too-large", "decompression-bomb", "missing-file", "gzip", "too-many-errors")

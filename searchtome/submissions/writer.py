@@ -14,6 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from searchtome.errors import SearchTomeError
+from searchtome.io import PathLike, atomic_write
+from searchtome.metrics.ties import order_by_score
+from searchtome.runs import Run
 from searchtome.submissions.meta import (
     RunMeta,
     check_meta,
@@ -22,11 +26,6 @@ from searchtome.submissions.meta import (
     write_meta,
 )
 from searchtome.submissions.schema import MAX_IDS, META_FILE, PREDICTION_FILES
-
-from searchtome.errors import SearchTomeError
-from searchtome.io import PathLike, atomic_write
-from searchtome.metrics.ties import order_by_score
-from searchtome.runs import Run
 
 log = logging.getLogger(__name__)
 

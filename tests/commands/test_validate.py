@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from searchtome.submissions import write_submission, write_trec
 
 from searchtome.cli import main
 from searchtome.dataset.loader import Dataset
+from searchtome.submissions import write_submission, write_trec
 from tests.fixtures.submission_helpers import (
     all_lines,
     dataset_fixture,  # noqa: F401

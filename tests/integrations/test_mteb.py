@@ -14,13 +14,13 @@ pytest.importorskip(
 
 import mteb
 from mteb.abstasks.retrieval_dataset_loaders import RetrievalDatasetLoader
-from searchtome.submissions.writer import write_trec
 
 import searchtome
 from searchtome.cli import main
 from searchtome.dataset.mteb_layout import export_mteb
 from searchtome.errors import SearchTomeError
 from searchtome.mteb import SearchTomeRetrieval, predictions_to_run, split_data
+from searchtome.submissions.writer import write_trec
 
 # MTEB's key -> ir_measures name, for the measures both compute at these cut-offs.
 SAME_MEASURES = {

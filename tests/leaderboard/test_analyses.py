@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import numpy as np
+
+from searchtome.dataset.loader import load
 from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.analyses import (
     Resampling,
@@ -15,10 +17,8 @@ from searchtome.leaderboard.analyses import (
     train_masks,
 )
 from searchtome.leaderboard.scoring import QueryTable, Scoreboard, SystemScores
-from searchtome.submissions import make_meta, write_submission
-
-from searchtome.dataset.loader import load
 from searchtome.records import Run
+from searchtome.submissions import make_meta, write_submission
 
 FAST = Resampling(bootstrap=400, permutations=2_000, seed=3)
 

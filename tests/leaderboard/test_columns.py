@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from searchtome.dataset.loader import load
 from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.results import LeaderboardResult
 from searchtome.leaderboard.systems import SystemCard, palette
 from searchtome.submissions import make_meta, write_submission
-
-from searchtome.dataset.loader import load
 
 from .test_html import _rows
 from .test_leaderboard import system_runs

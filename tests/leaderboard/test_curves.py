@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
-from searchtome.leaderboard.curves import curve_from_meta, curve_grid, learning_curves
-from searchtome.leaderboard.results import Entry, LeaderboardResult, curve_groups
-from searchtome.submissions import make_meta, write_submission
-from searchtome.submissions.meta import parse_run_meta
 
 from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
+from searchtome.leaderboard.curves import curve_from_meta, curve_grid, learning_curves
+from searchtome.leaderboard.results import Entry, LeaderboardResult, curve_groups
 from searchtome.records import Run
+from searchtome.submissions import make_meta, write_submission
+from searchtome.submissions.meta import parse_run_meta
 
 from .test_leaderboard import system_runs
 

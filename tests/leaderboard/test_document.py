@@ -10,6 +10,11 @@ import math
 from pathlib import Path
 
 import pytest
+
+from searchtome.dataset.loader import load
+from searchtome.dataset.manifest import DatasetManifest
+from searchtome.errors import SearchTomeError
+from searchtome.io import dumps
 from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.checks import cell, passed, run_checks, status, summary
 from searchtome.leaderboard.document import (
@@ -40,11 +45,6 @@ from searchtome.leaderboard.seeds import (
     SeedSettings,
 )
 from searchtome.submissions.meta import RunMeta
-
-from searchtome.dataset.loader import load
-from searchtome.dataset.manifest import DatasetManifest
-from searchtome.errors import SearchTomeError
-from searchtome.io import dumps
 
 from .test_leaderboard import write_systems
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from searchtome.cli import main
+from searchtome.dataset.loader import load
 from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.markdown import main_table
 from searchtome.leaderboard.terminal import print_main_table
-from searchtome.submissions import make_meta, write_submission
-
-from searchtome.cli import main
-from searchtome.dataset.loader import load
 from searchtome.records import Run
+from searchtome.submissions import make_meta, write_submission
 
 from .test_html import _rows
 from .test_leaderboard import system_runs

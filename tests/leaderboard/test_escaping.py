@@ -9,13 +9,13 @@ import re
 from pathlib import Path
 
 import pytest
+
+from searchtome.dataset.loader import load
 from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.results import LeaderboardResult
 from searchtome.leaderboard.terminal import print_main_table
 from searchtome.leaderboard.text import latex_escape, md_code, md_escape, term_text
 from searchtome.submissions import make_meta, write_submission
-
-from searchtome.dataset.loader import load
 
 from .test_leaderboard import system_runs
 

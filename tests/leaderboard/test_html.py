@@ -16,17 +16,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from searchtome.dataset.loader import Dataset, load
+from searchtome.dataset.manifest import DatasetManifest
 from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.costs import Cost, fmt_count, fmt_mib, fmt_seconds
 from searchtome.leaderboard.html import question_model_note, render_html
 from searchtome.leaderboard.html_assets import CSP, SCRIPT
 from searchtome.leaderboard.markdown import domain_table, render_markdown
 from searchtome.leaderboard.results import LeaderboardResult
-from searchtome.submissions import make_meta, write_submission
-
-from searchtome.dataset.loader import Dataset, load
-from searchtome.dataset.manifest import DatasetManifest
 from searchtome.llm.local import SMOLLM2_LABEL, SMOLLM2_NOTE
+from searchtome.submissions import make_meta, write_submission
 
 from .chromium import Chromium, find_chromium
 from .test_leaderboard import system_runs

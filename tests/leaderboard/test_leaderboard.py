@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytrec_eval
-from searchtome.leaderboard import LeaderboardOptions, build_leaderboard, score_runs
-from searchtome.submissions import make_meta, write_submission, write_trec
 
 from searchtome.cli import main
 from searchtome.dataset.loader import Dataset, load
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard, score_runs
 from searchtome.metrics import Qrels
 from searchtome.records import Run
+from searchtome.submissions import make_meta, write_submission, write_trec
 
 MEASURES = ["R@1", "R@3", "R@5", "nDCG@3", "RR@10"]
 STRUCTURE = ["NonLeaf@1", "NonLeaf@3", "Invalid@1", "Invalid@3"]

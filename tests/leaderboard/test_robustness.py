@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
-from searchtome.leaderboard.results import LeaderboardResult
-from searchtome.submissions import make_meta, write_submission
 
 from searchtome.cli import main
 from searchtome.dataset.loader import Dataset, load
+from searchtome.leaderboard import LeaderboardOptions, build_leaderboard
+from searchtome.leaderboard.results import LeaderboardResult
+from searchtome.submissions import make_meta, write_submission
 
 from .test_leaderboard import system_runs, write_systems
 

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from searchtome.cli import main
+from searchtome.dataset.loader import Dataset, load
 from searchtome.leaderboard.analyses import RARE_MAX, Resampling, paired_analysis
 from searchtome.leaderboard.build import build_leaderboard
 from searchtome.leaderboard.checks import summary
@@ -33,12 +36,9 @@ from searchtome.leaderboard.seeds import (
     split_seed_runs,
     two_level_bootstrap,
 )
-from searchtome.submissions.validate import ValidationReport, validate_submission
-
-from searchtome.cli import main
-from searchtome.dataset.loader import Dataset, load
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.records import Submission
+from searchtome.submissions.validate import ValidationReport, validate_submission
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER = ROOT.parent / "shared" / "peer" / "whole-child"

@@ -9,14 +9,14 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+
+from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.significance import (
     CompareOptions,
     benjamini_hochberg,
     compare,
     holm,
 )
-
-from searchtome.errors import SearchTomeError
 
 
 def _brute_force_p(d: np.ndarray) -> float:

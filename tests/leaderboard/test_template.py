@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_template_ships_as_package_data_and_jinja2_is_a_core_dependency() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = project["tool"]["setuptools"]["package-data"]["searchtome.leaderboard"]
-    shipped = {p.name for pattern in patterns for p in (ROOT / "searchtome" / "leaderboard").glob(pattern)}
+    shipped = {
+        p.name for pattern in patterns for p in (ROOT / "searchtome" / "leaderboard").glob(pattern)
+    }
     assert "page.html.j2" in shipped
     assert TEMPLATES == ROOT / "searchtome" / "leaderboard" / "templates"
     assert any(d.startswith("jinja2") for d in project["project"]["dependencies"])

@@ -24,9 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from searchtome.submissions import make_meta
-
 from searchtome.dataset.blind import load_private_queries, make_blind
+from searchtome.submissions import make_meta
 from tests.conftest import make_tiny_dataset
 
 ROOT = Path(__file__).resolve().parents[2]

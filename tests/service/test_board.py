@@ -7,14 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from searchtome.leaderboard.scoring import score_runs
-from searchtome.submissions import Limits
 
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import load
+from searchtome.leaderboard.scoring import score_runs
 from searchtome.service.board import Run, Scopes, leaderboard
 from searchtome.service.checks import pack_scores, unpack_scores, validate
 from searchtome.service.home import ServerSettings, private_queries
+from searchtome.submissions import Limits
 from tests.service.helpers import blind_release, submission
 
 

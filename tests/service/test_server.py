@@ -261,10 +261,9 @@ def test_a_revoked_team_cannot_upload_and_leaves_the_board(served) -> None:
 
 def test_a_bare_trec_run_with_meta_is_accepted(served, tmp_path, capsys) -> None:
     server, home, private, _tokens, _root = served
-    from searchtome.submissions import write_trec
-
     from searchtome.dataset.blind import load_private_queries
     from searchtome.records import Run
+    from searchtome.submissions import write_trec
 
     token = add_team(home, "trec-team")
     run = Run("trec-run", {q.query_id: (q.leaf_id,) for q in load_private_queries(private)})

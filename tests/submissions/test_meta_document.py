@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from searchtome.baselines.registry import RunContext
+
+from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.costs import Cost
 from searchtome.leaderboard.curves import curve_from_meta
 from searchtome.submissions.meta import (
@@ -26,8 +28,6 @@ from searchtome.submissions.meta import (
     write_meta,
 )
 from searchtome.submissions.runinfo import Epoch, RunInfo, RunReport, TrainingReport, all_problems
-
-from searchtome.errors import SearchTomeError
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = sorted((ROOT / "submissions").glob("*/meta.json"))

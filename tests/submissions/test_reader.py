@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import searchtome.submissions
-from searchtome.submissions import read_submission, write_trec
-from searchtome.submissions.reader import read_predictions
 
+import searchtome.submissions
 from searchtome.dataset.loader import Dataset
 from searchtome.errors import SearchTomeError
 from searchtome.records import Run
+from searchtome.submissions import read_submission, write_trec
+from searchtome.submissions.reader import read_predictions
 from tests.fixtures.submission_helpers import (
     dataset_fixture,  # noqa: F401
     submission_folder,

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-from searchtome.leaderboard.seeds import config_differences, seed_name
 
 from searchtome.cli import main
+from searchtome.leaderboard.seeds import config_differences, seed_name
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER = ROOT.parent / "shared" / "peer" / "whole-child"

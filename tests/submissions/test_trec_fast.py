@@ -11,6 +11,7 @@ import gzip
 from pathlib import Path
 
 import pytest
+
 from searchtome.submissions import trec, trec_fast
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits
 

@@ -6,11 +6,10 @@ import gzip
 import json
 from pathlib import Path
 
-from searchtome.submissions import Limits, write_submission
-from searchtome.submissions.validate import validate_submission
-
 from searchtome.dataset.loader import Dataset
 from searchtome.records import Run
+from searchtome.submissions import Limits, write_submission
+from searchtome.submissions.validate import validate_submission
 from tests.fixtures.submission_helpers import (
     all_lines,
     dataset_fixture,  # noqa: F401

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from searchtome.submissions import read_submission, write_submission, write_trec
-from searchtome.submissions.reader import read_predictions
 
 from searchtome.dataset.loader import Dataset
 from searchtome.errors import SearchTomeError
 from searchtome.records import Run
+from searchtome.submissions import read_submission, write_submission, write_trec
+from searchtome.submissions.reader import read_predictions
 from tests.fixtures.submission_helpers import (
     dataset_fixture,  # noqa: F401
     meta_for,
