@@ -127,7 +127,7 @@ def export_mteb(
 ) -> dict[str, Any]:
     """Write the MTEB Hub layout of ``data`` into ``out_dir``; return the counts written."""
     ds = data if isinstance(data, Dataset) else load(data)
-    splits = check_splits(splits)
+    splits = check_splits(splits, ds)
     book_ids = selected_books(ds, books)
     out = Path(out_dir)
     summary: dict[str, Any] = {"format": "mteb", "splits": list(splits), "subsets": {}}
