@@ -235,3 +235,21 @@ def test_the_one_run_pair_paragraph_prints_the_committed_pair() -> None:
 
 def platforms_equal(a: dict, b: dict) -> bool:
     return bool(a["platform"]) and a["platform"] == b["platform"]
+
+
+@pytest.mark.parametrize("page", ["docs/seeds.md", "docs/results.md"])
+def test_the_docs_print_the_committed_platform_pairs_and_run_level_floor(page: str) -> None:
+    """docs/seeds.md and docs/results.md state the platform confound with the figures the
+    committed leaderboard.json holds, and the run-level p at its floor."""
+    board = _board()
+    text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+    pairs = _comparison(board, "dsi-constrained")["overall_runs"]
+    same = _run_pair(pairs, 42)
+    mixed = sorted(t["diff"] for t in pairs if t is not same)
+    assert f"gives {_signed(same['diff'])}" in text
+    assert f"the eight mixed pairs {_signed(mixed[-1])} to {_signed(mixed[0])}" in text
+    overall = next(
+        o for o in _comparison(board, "dsi-constrained")["overall"] if o["measure"] == "R@1"
+    )
+    assert overall["p_runs"] == 0.1 and overall["relabellings"] == 20
+    assert "0.10" in text
