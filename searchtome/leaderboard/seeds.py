@@ -11,8 +11,11 @@ board without seed runs is byte-identical to one built before this module existe
 For each group with two runs or more the page and ``leaderboard.json`` (``seeds``) report the
 mean ± sd over seeds of every measure; for the build's pair (``--pair``, default stair − dsi) and
 for the first system against every other group with seeds, the difference with a **two-level
-bootstrap** over seeds and questions, and the pre-declared rare-leaf test for every pair of runs
-and pooled. Why this test, and its limits: docs/seeds.md.
+bootstrap** over seeds and questions beside an **exact permutation test over the runs** (a
+run-level p: never below 0.10 with 3 + 3 runs), R@1 for every pair of runs, and the pre-declared
+rare-leaf test for every pair of runs and pooled, each also with **whole gold leaves resampled**
+(questions on one leaf are not independent). Each run's dtype and CPU come from its meta.json.
+Why these tests, and their limits: docs/seeds.md.
 """
 
 from __future__ import annotations
