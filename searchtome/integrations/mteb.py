@@ -176,7 +176,9 @@ def task_metadata(
 
 
 def split_data(ds: Dataset, book_id: str, split: str) -> dict[str, Any]:
-    """MTEB's ``RetrievalSplitData`` for one book and split: string columns only."""
+    """MTEB's ``RetrievalSplitData`` for one book and split: string columns only (refused for
+    a split whose gold a blind release holds back)."""
+    ds.check_gold(split)
     leaves = ds.leaves(book_id)
     queries = ds.queries(split, book_id)
     return {

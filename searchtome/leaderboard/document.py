@@ -31,6 +31,7 @@ from searchtome.leaderboard.results import (
     Breakdown,
     CheckResult,
     CheckStatus,
+    ClusteredTest,
     Entry,
     GroupComparison,
     GroupTest,
@@ -246,13 +247,26 @@ def _group_comparison(c: GroupComparison) -> dict[str, Any]:
         **_fields(c),
         "overall": [_fields(t) for t in c.overall],
         "rare_pooled": _fields(c.rare_pooled) if c.rare_pooled else None,
-        # One run pair's test flat beside the runs it compares.
-        "rare_runs": [{**_without(_fields(t), "test"), **_fields(t.test)} for t in c.rare_runs],
+        "rare_leaves": _fields(c.rare_leaves) if c.rare_leaves else None,
+        # One run pair's test flat beside the runs it compares; its leaf-clustered test nested.
+        "rare_runs": [
+            {
+                **_without(_fields(t), "test"),
+                **_fields(t.test),
+                "leaves": _fields(t.leaves) if t.leaves else None,
+            }
+            for t in c.rare_runs
+        ],
+        "overall_runs": [_run_pair(t) for t in c.overall_runs],
     }
 
 
-def _without(values: dict[str, Any], key: str) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if k != key}
+def _run_pair(t: RunPairTest) -> dict[str, Any]:
+    return {**_without(_fields(t), "test", "leaves"), **_fields(t.test)}
+
+
+def _without(values: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if k not in keys}
 
 
 # -- the reader ------------------------------------------------------------------------------
@@ -444,6 +458,8 @@ def _read_group_test(raw: Mapping[str, Any]) -> GroupTest:
     values = dict(raw)
     for key in ("ci_low", "ci_high", "p_value"):  # NaN without replicates (--bootstrap 0)
         values[key] = math.nan if values[key] is None else values[key]
+    if values.get("p_runs", 0.0) is None:
+        values["p_runs"] = math.nan
     return GroupTest(**values)
 
 
@@ -452,11 +468,24 @@ def _read_group_comparison(raw: Mapping[str, Any]) -> GroupComparison:
     values["overall"] = [_read_group_test(t) for t in raw["overall"]]
     pooled = raw["rare_pooled"]
     values["rare_pooled"] = _read_group_test(pooled) if pooled is not None else None
+    values["rare_leaves"] = _read_clustered(raw.get("rare_leaves"))
     values["rare_runs"] = [
+        RunPairTest(
+            *(t[k] for k in _RUN_PAIR),
+            _read_test({k: v for k, v in t.items() if k not in (*_RUN_PAIR, "leaves")}),
+            _read_clustered(t.get("leaves")),
+        )
+        for t in raw["rare_runs"]
+    ]
+    values["overall_runs"] = [
         RunPairTest(
             *(t[k] for k in _RUN_PAIR),
             _read_test({k: v for k, v in t.items() if k not in _RUN_PAIR}),
         )
-        for t in raw["rare_runs"]
+        for t in raw.get("overall_runs", [])
     ]
     return GroupComparison(**values)
+
+
+def _read_clustered(raw: Mapping[str, Any] | None) -> ClusteredTest | None:
+    return None if raw is None else ClusteredTest(**raw)
