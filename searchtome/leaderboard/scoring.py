@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.metrics.budget import TOKENIZER, budget_measures, budget_values
 from searchtome.metrics.measures import DEFAULT_MEASURES, measure_names
 from searchtome.metrics.qrels import Qrels
 from searchtome.metrics.scorer import aggregate, evaluate_arrays, is_count, warn_ties
@@ -171,6 +172,8 @@ class Scoreboard:
             "answered": int(s.answered.sum()),
             "empty": s.n_empty,  # answered with no id at all
         }
+        if budget_measures(self.measures):  # which tokens the budget measures counted
+            out["tokenizer"] = TOKENIZER.to_dict()
         if by_query:
             names = self.all_measures
             out["per_query"] = {
@@ -191,7 +194,7 @@ def beyond_depth(measure: str, depth: int) -> bool:
 
     if depth <= 0 or measure in STRUCTURE_MEASURES:
         return False
-    cutoff = parse_measure(measure).cutoff
+    cutoff = parse_measure(measure).rank_cutoff  # a budget in tokens is no rank
     return cutoff is not None and cutoff > depth
 
 
@@ -210,6 +213,13 @@ def score_runs(
         )
     # The structure counts are always computed; naming them in ``measures`` is allowed.
     names = [m for m in measure_names(measures) if m not in STRUCTURE_MEASURES]
+    priced = budget_measures(names)
+    if priced and data is None:
+        raise SearchTomeError(
+            f"{', '.join(priced)}: token-budget measures read the dataset's section texts; "
+            "score against a dataset (--data) instead of qrels"
+        )
+    judged = [m for m in names if m not in priced]
     table = QueryTable.from_dataset(data, split) if data is not None else None
     if qrels is None:
         assert data is not None
@@ -229,8 +239,9 @@ def score_runs(
                 "(or a distinct run tag / file name for TREC runs)"
             )
         seen.add(name)
-        per_query = evaluate_arrays(run, qrels, names, qids)
+        per_query = evaluate_arrays(run, qrels, judged, qids)
         if data is not None:
+            per_query.update(budget_values(run.rankings, data, qids, priced))
             per_query.update(structure_flags(run.rankings, data, qids))
         answered = np.asarray([qid in run.rankings for qid in qids])
         empty = np.asarray([qid in run.rankings and not run.rankings[qid] for qid in qids])

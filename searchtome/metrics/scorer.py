@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from searchtome.errors import SearchTomeError
+from searchtome.metrics.budget import BudgetFamily
 from searchtome.metrics.external import external_values
 from searchtome.metrics.family import Ranked
 from searchtome.metrics.measures import DEFAULT_MEASURES, Measure, measure_names, parse_measure
@@ -117,6 +118,12 @@ def evaluate_arrays(
 ) -> dict[str, np.ndarray]:
     """Per-query values as arrays aligned with ``query_ids`` (default: the qrels' queries)."""
     parsed = [parse_measure(m) for m in measures]
+    priced = [str(m) for m in parsed if isinstance(m.definition, BudgetFamily)]
+    if priced:
+        raise SearchTomeError(
+            f"{', '.join(priced)}: token-budget measures read the dataset's section texts, not "
+            "qrels; score against a dataset (--data)"
+        )
     structural = [str(m) for m in parsed if m.definition.needs_dataset]
     if structural:
         raise SearchTomeError(
@@ -136,9 +143,15 @@ def evaluate_arrays(
 def consequential_ties(run: Run, qrels: Qrels, measures: Iterable[str | Measure]) -> list[str]:
     """Queries whose tied scores can change one of ``measures`` (see ``ties_that_matter``)."""
     parsed = [parse_measure(m) for m in measures]
-    parsed = [m for m in parsed if not m.definition.needs_dataset]
+    # The structural flags read no judgement; a budget measure is order-sensitive at any depth
+    # (a tie of the gold with another id changes the tokens read before it ends).
+    parsed = [
+        m
+        for m in parsed
+        if isinstance(m.definition, BudgetFamily) or not m.definition.needs_dataset
+    ]
     cutoffs = [m.cutoff for m in parsed if m.cutoff and not m.definition.order_sensitive]
-    depths = [m.cutoff or math.inf for m in parsed if m.definition.order_sensitive]
+    depths = [m.rank_cutoff or math.inf for m in parsed if m.definition.order_sensitive]
     return ties_that_matter(run, qrels, cutoffs, max(depths, default=0))
 
 
@@ -177,6 +190,12 @@ def evaluate(
 def is_count(measure: str | Measure) -> bool:
     """Whether a measure is a count (summed over queries, printed as a count), not a rate."""
     return parse_measure(measure).is_count
+
+
+def in_percent(measure: str | Measure) -> bool:
+    """Whether a measure's aggregate is a share shown in % (not a count, not a mean of tokens)."""
+    definition = parse_measure(measure).definition
+    return definition.aggregate == "mean" and definition.percent
 
 
 def aggregate(measure: str | Measure, values: np.ndarray) -> float:
