@@ -1,0 +1,124 @@
+"""What the token-budget measures cost a leaderboard build, and what their tokenizer counts.
+
+On a real dataset and submissions folder (default: the committed whole-child board), in one
+process: the whole ``build_leaderboard`` (the reference), then the parts the budget measures
+add to it — counting every section's tokens (once per dataset), pricing every system's
+rankings (``InBudget@512``, ``InBudget@2048``) and the two extra measures in the test against
+the top system — each timed as the best of ``--repeats`` and printed as a share of the build.
+Then the tokenizer's figures: tokens per whitespace-separated word over the leaves' text, the
+book's tokens and the ceiling of each budget (the gold section alone fits).
+
+    python benchmarks/budget.py --data data/whole-child --submissions submissions/
+
+CPU time (``time.process_time``) is printed beside wall time: on a shared machine the wall
+time moves with the load, the CPU time much less. Print ``uptime`` beside the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from searchtome.dataset.loader import load
+from searchtome.leaderboard.build import LeaderboardOptions, build_leaderboard
+from searchtome.leaderboard.results import BUDGET_MEASURES, MAIN_MEASURES
+from searchtome.leaderboard.scoring import score_runs
+from searchtome.leaderboard.significance import compare
+from searchtome.metrics.budget import TOKENIZER, _count_sections, budget_values
+from searchtome.metrics.defaults import DEFAULT_MEASURES
+from searchtome.settings import set_progress
+from searchtome.submissions.reader import read_submission
+
+
+def best_of(repeats: int, fn: Callable[[], Any]) -> tuple[float, float]:
+    """The least wall and CPU seconds of ``repeats`` calls."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return min(walls), min(cpus)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="data/whole-child")
+    ap.add_argument("--submissions", default="submissions/")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    set_progress(False)
+    dataset = load(args.data)
+    with tempfile.TemporaryDirectory() as out:
+        result = build_leaderboard(dataset, args.submissions, Path(out), LeaderboardOptions())
+        build = best_of(
+            args.repeats,
+            lambda: build_leaderboard(dataset, args.submissions, Path(out), LeaderboardOptions()),
+        )
+    folders = [Path(args.submissions) / e.path for e in result.entries]
+    subs = [read_submission(f) for f in folders]
+    board = score_runs(subs, data=dataset, measures=(*DEFAULT_MEASURES, *BUDGET_MEASURES))
+    qids = board.query_ids
+    counting = best_of(args.repeats, lambda: _count_sections(dataset))
+    pricing = best_of(
+        args.repeats,
+        lambda: [budget_values(s.run.rankings, dataset, qids, list(BUDGET_MEASURES)) for s in subs],
+    )
+    order = [e.system for e in result.entries]
+    options = LeaderboardOptions().testing
+
+    def tests(measures: list[str]) -> Callable[[], Any]:
+        arrays = board.per_query_arrays(measures)
+        return lambda: compare(
+            {s: arrays[s] for s in order},
+            measures=measures,
+            groups=board.groups(),
+            control=order[0],
+            options=options,
+        )
+
+    main_tests = best_of(args.repeats, tests(list(MAIN_MEASURES)))
+    all_tests = best_of(args.repeats, tests([*MAIN_MEASURES, *BUDGET_MEASURES]))
+    extra = tuple(a - b for a, b in zip(all_tests, main_tests, strict=True))
+    print(f"{len(subs)} systems × {len(qids):,} queries; best of {args.repeats}")
+    print(f"{'part':38s} {'wall s':>8s} {'cpu s':>8s} {'cpu % of build':>15s}")
+    rows = [
+        ("build_leaderboard (reference)", build),
+        ("count section tokens (once)", counting),
+        ("price rankings, 2 budgets, all systems", pricing),
+        ("2 more measures in the tests", extra),
+    ]
+    for name, (wall, cpu) in rows:
+        print(f"{name:38s} {wall:8.3f} {cpu:8.3f} {cpu / build[1] * 100:14.1f}%")
+    added = counting[1] + pricing[1] + extra[1]
+    print(f"{'budget parts together':38s} {'':8s} {added:8.3f} {added / build[1] * 100:14.1f}%")
+    tokenizer_figures(dataset, result.budget)
+
+
+def tokenizer_figures(dataset: Any, summary: Any) -> None:
+    texts = [leaf.text for leaf in dataset.leaves()]
+    tokens = sum(TOKENIZER.count(t) for t in texts)
+    words = sum(len(t.split()) for t in texts)
+    sizes = np.asarray([TOKENIZER.count(t) for t in texts])
+    print(
+        f"tokenizer {TOKENIZER.name}: {tokens:,} tokens, {words:,} words, {tokens / words:.2f} per word"
+    )
+    print(
+        f"leaf sections: {len(sizes)}, median {np.median(sizes):.0f} tokens, "
+        f"largest {sizes.max():,}"
+    )
+    if summary is not None:
+        for book, n in summary.book_tokens.items():
+            print(f"book {book}: {n:,} tokens")
+        for m, v in summary.ceiling.items():
+            print(f"ceiling {m}: {v * 100:.1f}%")
+
+
+if __name__ == "__main__":
+    main()
