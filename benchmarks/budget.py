@@ -6,7 +6,9 @@ add to it — counting every section's tokens (once per dataset), pricing every 
 rankings (``InBudget@512``, ``InBudget@2048``) and the two extra measures in the test against
 the top system — each timed as the best of ``--repeats`` and printed as a share of the build.
 Then the tokenizer's figures: tokens per whitespace-separated word over the leaves' text, the
-book's tokens and the ceiling of each budget (the gold section alone fits).
+book's tokens and the ceiling of each budget (the gold section alone fits); last, per system, R@1
+beside the budget measures, TokensToGold and the mean tokens of its rank-1 sections (the figures
+docs/results.md quotes).
 
     python benchmarks/budget.py --data data/whole-child --submissions submissions/
 
@@ -30,7 +32,7 @@ from searchtome.leaderboard.build import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.results import BUDGET_MEASURES, MAIN_MEASURES
 from searchtome.leaderboard.scoring import score_runs
 from searchtome.leaderboard.significance import compare
-from searchtome.metrics.budget import TOKENIZER, _count_sections, budget_values
+from searchtome.metrics.budget import TOKENIZER, _count_sections, budget_values, section_tokens
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.settings import set_progress
 from searchtome.submissions.reader import read_submission
@@ -99,6 +101,7 @@ def main() -> None:
     added = counting[1] + pricing[1] + extra[1]
     print(f"{'budget parts together':38s} {'':8s} {added:8.3f} {added / build[1] * 100:14.1f}%")
     tokenizer_figures(dataset, result.budget)
+    reading_table(subs, dataset, qids)
 
 
 def tokenizer_figures(dataset: Any, summary: Any) -> None:
@@ -118,6 +121,27 @@ def tokenizer_figures(dataset: Any, summary: Any) -> None:
             print(f"book {book}: {n:,} tokens")
         for m, v in summary.ceiling.items():
             print(f"ceiling {m}: {v * 100:.1f}%")
+
+
+def reading_table(subs: list[Any], dataset: Any, qids: list[str]) -> None:
+    """Per system (macro over domains): R@1, InBudget@512/2048, TokensToGold, rank-1 tokens."""
+    names = ["R@1", *BUDGET_MEASURES, "TokensToGold"]
+    board = score_runs(subs, data=dataset, measures=names)
+    tokens = section_tokens(dataset)
+    queries = dataset.query_by_id
+    print(f"{'system':18s} {'R@1':>6s} {'@512':>6s} {'@2048':>6s} {'ToGold':>8s} {'rank-1':>7s}")
+    for sub, s in zip(subs, board.systems, strict=True):
+        agg = board.aggregate(s.system)
+        first = [
+            tokens.cost(sub.run.rankings[q][0], queries[q].book_id)
+            for q in qids
+            if sub.run.rankings.get(q)
+        ]
+        cells = [agg[m] * 100 for m in names[:3]]
+        print(
+            f"{s.system:18s} {cells[0]:6.1f} {cells[1]:6.1f} {cells[2]:6.1f} "
+            f"{agg['TokensToGold']:8,.0f} {np.mean(first) if first else 0:7,.0f}"
+        )
 
 
 if __name__ == "__main__":
