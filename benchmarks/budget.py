@@ -112,9 +112,10 @@ def tokenizer_figures(dataset: Any, summary: Any) -> None:
     print(
         f"tokenizer {TOKENIZER.name}: {tokens:,} tokens, {words:,} words, {tokens / words:.2f} per word"
     )
+    gold = [TOKENIZER.count(dataset.leaf(q.leaf_id).text) for q in dataset.queries("test")]
     print(
-        f"leaf sections: {len(sizes)}, median {np.median(sizes):.0f} tokens, "
-        f"largest {sizes.max():,}"
+        f"leaf sections: {len(sizes)}, smallest {sizes.min():,}, median {np.median(sizes):.0f}, "
+        f"largest {sizes.max():,} tokens; test gold sections: median {np.median(gold):.0f}"
     )
     if summary is not None:
         for book, n in summary.book_tokens.items():
