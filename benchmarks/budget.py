@@ -7,8 +7,9 @@ rankings (``InBudget@512``, ``InBudget@2048``) and the two extra measures in the
 the top system — each timed as the best of ``--repeats`` and printed as a share of the build.
 Then the tokenizer's figures: tokens per whitespace-separated word over the leaves' text, the
 book's tokens and the ceiling of each budget (the gold section alone fits); last, per system, R@1
-beside the budget measures, TokensToGold and the mean tokens of its rank-1 sections (the figures
-docs/results.md quotes).
+beside the budget measures, TokensToGold, the mean tokens of its rank-1 sections and of the
+gold sections it ranks first, and the same for a perfect ranking (the figures docs/results.md
+quotes).
 
     python benchmarks/budget.py --data data/whole-child --submissions submissions/
 
@@ -32,8 +33,10 @@ from searchtome.leaderboard.build import LeaderboardOptions, build_leaderboard
 from searchtome.leaderboard.results import BUDGET_MEASURES, MAIN_MEASURES
 from searchtome.leaderboard.scoring import score_runs
 from searchtome.leaderboard.significance import compare
-from searchtome.metrics.budget import TOKENIZER, _count_sections, budget_values, section_tokens
+from searchtome.metrics.budget import TOKENIZER, _count_sections, section_tokens
 from searchtome.metrics.defaults import DEFAULT_MEASURES
+from searchtome.metrics.scorer import budget_values
+from searchtome.records import Run
 from searchtome.settings import set_progress
 from searchtome.submissions.reader import read_submission
 
@@ -125,24 +128,32 @@ def tokenizer_figures(dataset: Any, summary: Any) -> None:
 
 
 def reading_table(subs: list[Any], dataset: Any, qids: list[str]) -> None:
-    """Per system (macro over domains): R@1, InBudget@512/2048, TokensToGold, rank-1 tokens."""
+    """Per system (macro over domains): R@1, InBudget@512/2048, TokensToGold, the mean tokens of
+    its rank-1 sections and of the gold sections it ranks first; a perfect ranking first."""
     names = ["R@1", *BUDGET_MEASURES, "TokensToGold"]
-    board = score_runs(subs, data=dataset, measures=names)
-    tokens = section_tokens(dataset)
     queries = dataset.query_by_id
-    print(f"{'system':18s} {'R@1':>6s} {'@512':>6s} {'@2048':>6s} {'ToGold':>8s} {'rank-1':>7s}")
-    for sub, s in zip(subs, board.systems, strict=True):
+    perfect = Run("a perfect ranking", {q: (queries[q].leaf_id,) for q in qids})
+    runs = [perfect, *(sub.run for sub in subs)]
+    board = score_runs(runs, data=dataset, measures=names)
+    tokens = section_tokens(dataset)
+    print(
+        f"{'system':18s} {'R@1':>6s} {'@512':>6s} {'@2048':>6s} {'ToGold':>8s} "
+        f"{'rank-1':>7s} {'hit@1':>7s}"
+    )
+    for run, s in zip(runs, board.systems, strict=True):
         agg = board.aggregate(s.system)
-        first = [
-            tokens.cost(sub.run.rankings[q][0], queries[q].book_id)
-            for q in qids
-            if sub.run.rankings.get(q)
-        ]
+        first = [(q, run.rankings[q][0]) for q in qids if run.rankings.get(q)]
+        cost = [tokens.cost(doc, queries[q].book_id) for q, doc in first]
+        hits = [c for (q, doc), c in zip(first, cost, strict=True) if doc == queries[q].leaf_id]
         cells = [agg[m] * 100 for m in names[:3]]
         print(
             f"{s.system:18s} {cells[0]:6.1f} {cells[1]:6.1f} {cells[2]:6.1f} "
-            f"{agg['TokensToGold']:8,.0f} {np.mean(first) if first else 0:7,.0f}"
+            f"{agg['TokensToGold']:8,.0f} {_mean(cost):7,.0f} {_mean(hits):7,.0f}"
         )
+
+
+def _mean(values: list[int]) -> float:
+    return float(np.mean(values)) if values else 0.0
 
 
 if __name__ == "__main__":

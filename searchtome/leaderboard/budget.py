@@ -22,7 +22,8 @@ from searchtome.leaderboard.results import (
 )
 from searchtome.leaderboard.scoring import Scoreboard
 from searchtome.leaderboard.text import fmt_p, percent
-from searchtome.metrics.budget import TOKENIZER, budget_values, section_tokens
+from searchtome.metrics.budget import TOKENIZER, section_tokens
+from searchtome.metrics.scorer import budget_values
 
 BUDGET_HEADING = "Token budget"
 # R@1 first: the table sets each budget beside the rank measure it qualifies.

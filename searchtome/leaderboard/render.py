@@ -8,8 +8,8 @@ from typing import Any
 from searchtome.io import dumps
 from searchtome.leaderboard.scoring import Scoreboard
 from searchtome.leaderboard.text import percent, term_text
-from searchtome.metrics.budget import TOKENIZER, budget_measures
-from searchtome.metrics.scorer import in_percent, is_count
+from searchtome.metrics.budget import TOKENIZER
+from searchtome.metrics.scorer import budget_measures, in_percent, is_count
 
 PERCENT_NOTE = "values in % ({agg})"
 COUNT_NOTE = "; {names}: counts summed over queries"

@@ -21,10 +21,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from searchtome.errors import SearchTomeError, unknown_name
-from searchtome.metrics.budget import TOKENIZER, budget_measures, budget_values
+from searchtome.metrics.budget import TOKENIZER
 from searchtome.metrics.measures import DEFAULT_MEASURES, measure_names
 from searchtome.metrics.qrels import Qrels
-from searchtome.metrics.scorer import aggregate, evaluate_arrays, is_count, warn_ties
+from searchtome.metrics.scorer import (
+    aggregate,
+    budget_measures,
+    budget_values,
+    evaluate_arrays,
+    is_count,
+    warn_ties,
+)
 from searchtome.metrics.structure import STRUCTURE_MEASURES, structure_flags
 from searchtome.runs import Run, Submission
 

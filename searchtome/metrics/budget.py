@@ -161,31 +161,3 @@ class BudgetFamily(Family):
     def budget_values(self, read: Reading, cutoff: int | None) -> np.ndarray:
         """Per-query values, aligned with the rows of ``read``."""
         raise NotImplementedError
-
-
-def budget_measures(measures: Sequence[str]) -> list[str]:
-    """The names among ``measures`` (canonical) that a :class:`BudgetFamily` computes."""
-    from searchtome.metrics.measures import parse_measure
-
-    return [m for m in measures if isinstance(parse_measure(m).definition, BudgetFamily)]
-
-
-def budget_values(
-    rankings: Mapping[str, Sequence[str]],
-    dataset: Dataset,
-    query_ids: Sequence[str],
-    measures: Sequence[str],
-) -> dict[str, np.ndarray]:
-    """Per-query values of the budget ``measures`` (canonical names) for one run's rankings."""
-    from searchtome.metrics.measures import parse_measure
-
-    if not measures:
-        return {}
-    read = reading(rankings, dataset, query_ids)
-    out = {}
-    for name in measures:
-        m = parse_measure(name)
-        family = m.definition
-        assert isinstance(family, BudgetFamily), name
-        out[name] = family.budget_values(read, m.cutoff)
-    return out

@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from searchtome.errors import SearchTomeError
-from searchtome.metrics.budget import BudgetFamily
+from searchtome.metrics.budget import BudgetFamily, reading
 from searchtome.metrics.external import external_values
 from searchtome.metrics.family import Ranked
 from searchtome.metrics.measures import DEFAULT_MEASURES, Measure, measure_names, parse_measure
@@ -24,6 +25,9 @@ from searchtome.metrics.qrels import Qrels
 from searchtome.metrics.structure import STRUCTURE_MEASURES
 from searchtome.metrics.ties import TIE_RULE, ties_that_matter
 from searchtome.runs import Run
+
+if TYPE_CHECKING:  # only annotations: scoring against qrels never loads a dataset module
+    from searchtome.dataset.loader import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -216,3 +220,28 @@ def mean_scores(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, float
         name: total if is_count(name) else (total / n if n else 0.0)
         for name, total in totals.items()
     }
+
+
+def budget_measures(measures: Sequence[str]) -> list[str]:
+    """The names among ``measures`` (canonical) that a :class:`BudgetFamily` computes: they
+    read a dataset's section texts (:mod:`searchtome.metrics.budget`), not qrels."""
+    return [m for m in measures if isinstance(parse_measure(m).definition, BudgetFamily)]
+
+
+def budget_values(
+    rankings: Mapping[str, Sequence[str]],
+    dataset: Dataset,
+    query_ids: Sequence[str],
+    measures: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """Per-query values of the budget ``measures`` (canonical names) for one run's rankings."""
+    if not measures:
+        return {}
+    read = reading(rankings, dataset, query_ids)
+    out = {}
+    for name in measures:
+        m = parse_measure(name)
+        family = m.definition
+        assert isinstance(family, BudgetFamily), name
+        out[name] = family.budget_values(read, m.cutoff)
+    return out

@@ -15,8 +15,8 @@ from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.scoring import score_runs
 from searchtome.metrics import Qrels, evaluate, parse_measure
-from searchtome.metrics.budget import TOKENIZER, budget_values, section_tokens
-from searchtome.metrics.scorer import consequential_ties
+from searchtome.metrics.budget import TOKENIZER, section_tokens
+from searchtome.metrics.scorer import budget_values, consequential_ties
 from searchtome.records import Leaf, Query, Run, TocNode
 
 MEASURES = [
