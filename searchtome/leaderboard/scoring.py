@@ -3,6 +3,8 @@
 Per query: the retrieval measures (``R@1``, ``R@3``, ``R@5``, ``nDCG@3``, ``RR@10`` by default)
 and, when a dataset is at hand, whether the output holds a non-leaf ToC node or an invalid id at
 rank 1 and anywhere in the top 3 (``NonLeaf@1``, ``NonLeaf@3``, ``Invalid@1``, ``Invalid@3``).
+The token-budget measures (``InBudget@B``, ``TokensToGold``), when named, read the dataset's
+section texts: against qrels alone they are refused.
 A query the submission does not answer is a miss: 0 on every measure.
 
 Aggregates: per book, per domain, ``aggregate`` = the macro mean over domains (the paper's
