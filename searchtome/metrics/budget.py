@@ -1,6 +1,7 @@
 """Token budgets: what a reader of the ranked sections pays, counted with a declared tokenizer.
 
-R@k counts a 40-token leaf and a 6,000-token section alike; a reader who reads the returned
+R@k counts a 13-token leaf and a 4,233-token one alike (the smallest and the largest of *The
+Whole Child*); a reader who reads the returned
 sections in rank order pays for each in tokens. ``InBudget@B`` and ``TokensToGold`` (their
 formulas are in :mod:`searchtome.metrics.measures`) read the arrays built here: per query, the
 rank of the gold leaf, the tokens read up to the end of it, and the tokens of the whole book.
@@ -15,7 +16,8 @@ On the whole-child book it counts 1.17 tokens per whitespace-separated word
 **What each ranked id costs**: a leaf, the tokens of its section text; a ToC node with children,
 the tokens of its whole subtree (its own introduction and every node below it: what a reader of
 that section reads); an id that is no node of the query's book, 0 (there is nothing to read).
-Every ranked id is paid for once, in the submitted order (the tie rule: scores never re-sort).
+Every rank is paid for, in the submitted order (the tie rule: scores never re-sort), so an id
+repeated in a ranking is paid for again (a valid submission repeats none).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,19 +43,21 @@ class Tokenizer:
     name: str
     pattern: str
     description: str
+    _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_regex", re.compile(self.pattern))
 
     def count(self, text: str) -> int:
-        return len(_PATTERN.findall(text))
+        return len(self._regex.findall(text))
 
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "pattern": self.pattern, "description": self.description}
 
 
-_PATTERN_TEXT = r"[A-Za-z0-9]+|[^A-Za-z0-9 \t\n\r\f\v]"
-_PATTERN = re.compile(_PATTERN_TEXT)
 TOKENIZER = Tokenizer(
     name="searchtome-words-1",
-    pattern=_PATTERN_TEXT,
+    pattern=r"[A-Za-z0-9]+|[^A-Za-z0-9 \t\n\r\f\v]",
     description="a maximal run of ASCII letters and digits, or any other single character "
     "that is not ASCII whitespace",
 )
