@@ -220,3 +220,34 @@ def test_the_command_line_scores_and_records_the_tokenizer(
     assert main(["score", str(run), "--data", str(tiny_dataset), "--measures", "TokensToGold"]) == 0
     table = capsys.readouterr().out
     assert "TokensToGold: mean tokens; tokens counted by searchtome-words-1" in table
+
+
+def test_compare_tests_a_budget_measure(
+    tiny_dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds = load(tiny_dataset)
+    tokens = section_tokens(ds)
+    files = []
+    for name, first in (("gold", True), ("chapter", False)):
+        lines = []
+        for q in ds.queries("test"):
+            chapter = f"{q.book_id}/1"
+            ranking = [q.leaf_id] if first else [chapter, q.leaf_id]
+            lines.append({"query_id": q.query_id, "leaf_ids": ranking})
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        files.append(str(path))
+    args = ["compare", *files, "--data", str(tiny_dataset), "--permutations", "99"]
+    assert main([*args, "--bootstrap", "0", "--format", "json", "--measures", "TokensToGold"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    [test] = [t for t in report["tests"] if t["scope"] == "overall"]
+    # The chapter first costs its subtree before the gold (capped at the book); the statistic
+    # is the macro mean over domains of gold-first minus chapter-first.
+    extra: dict[str, list[int]] = {}
+    for q in ds.queries("test"):
+        chapter_first = tokens.node[f"{q.book_id}/1"] + tokens.node[q.leaf_id]
+        cost = min(chapter_first, tokens.book[q.book_id]) - tokens.node[q.leaf_id]
+        extra.setdefault(ds.domain(q.book_id), []).append(cost)
+    expected = -float(np.mean([np.mean(v) for v in extra.values()]))
+    assert test["measure"] == "TokensToGold" and expected < 0
+    assert test["diff"] == pytest.approx(expected)
