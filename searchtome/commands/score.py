@@ -33,7 +33,8 @@ def add_source_arguments(
         nargs="+",
         metavar="M",
         help=f"measures by ir_measures name (default: {' '.join(default_measures)}); names "
-        "beyond R, P, Success, nDCG and RR (AP, Judged@10...) need the 'ir' extra",
+        "beyond R, P, Success, nDCG and RR (AP, Judged@10...) need the 'ir' extra; the "
+        "token-budget measures InBudget@B (B tokens) and TokensToGold need --data",
     )
 
 

@@ -19,6 +19,7 @@ from searchtome.dataset.loader import Dataset, load
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, atomic_write
 from searchtome.leaderboard.analyses import DEFAULT_PAIR, Resampling, analyses, paired_analysis
+from searchtome.leaderboard.budget import budget_summary
 from searchtome.leaderboard.checks import run_checks
 from searchtome.leaderboard.comparison import OVERALL, ComparisonReport, PairTest
 from searchtome.leaderboard.curves import curve_from_meta, learning_curves
@@ -28,6 +29,7 @@ from searchtome.leaderboard.figures import plot, plot_curves, plot_paired
 from searchtome.leaderboard.html import render_html
 from searchtome.leaderboard.markdown import render_markdown
 from searchtome.leaderboard.results import (
+    BUDGET_MEASURES,
     CURVES_KEY,
     MAIN_MEASURES,
     PAIRED_KEY,
@@ -224,10 +226,13 @@ def _test_against_the_top(
     order = [e.system for e in entries]
     if len(order) < 2:
         return None, entries
-    arrays = board.per_query_arrays(MAIN_MEASURES)
+    # The budget measures join the same test: one Holm family per measure, so the main
+    # measures' adjusted p-values are what they were without them.
+    tested = [*MAIN_MEASURES, *(m for m in BUDGET_MEASURES if m in board.measures)]
+    arrays = board.per_query_arrays(tested)
     comparison = compare(
         {s: arrays[s] for s in order},
-        measures=list(MAIN_MEASURES),
+        measures=tested,
         groups=board.groups(),
         control=order[0],
         options=options,
@@ -369,7 +374,7 @@ def build_leaderboard(
         [r.submission for r in accepted if r.submission is not None],
         data=dataset,
         split=o.split,
-        measures=DEFAULT_MEASURES,
+        measures=(*DEFAULT_MEASURES, *BUDGET_MEASURES),
     )
     root = str(Path(submissions_dir))
     reports = {r.submission.system: r for r in accepted if r.submission is not None}
@@ -400,6 +405,7 @@ def build_leaderboard(
         curves=curves,
         colours=colours,
         seeds=seeds,  # None without seed runs: the outputs stay as they were
+        budget=budget_summary(board, dataset),
     )
     _write_pages(result, images)
     return result

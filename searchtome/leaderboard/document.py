@@ -29,6 +29,7 @@ from searchtome.leaderboard.results import (
     CURVES_KEY,
     PAIRED_KEY,
     Breakdown,
+    BudgetSummary,
     CheckResult,
     CheckStatus,
     ClusteredTest,
@@ -88,6 +89,7 @@ class LeaderboardDocument:
     rejected: list[RejectedSubmission]
     checks: list[CheckResult] | None = None  # only when the build ran --check
     seeds: SeedReport | None = None  # only when some system has seed runs (docs/seeds.md)
+    budget: BudgetSummary | None = None  # the token-budget table's facts (older files: none)
     version: int = VERSION
     # Sections this version has no type for (written by a later searchtome), kept verbatim so
     # that reading and writing a file loses nothing.
@@ -112,6 +114,7 @@ def document_of(result: LeaderboardResult) -> LeaderboardDocument:
         rejected=[_rejected(r, root) for r in result.rejected],
         checks=result.checks,
         seeds=result.seeds,
+        budget=result.budget,
     )
 
 
@@ -161,6 +164,8 @@ def _encode(doc: LeaderboardDocument) -> dict[str, Any]:
         out["checks"] = [_fields(c) for c in doc.checks]
     if doc.seeds is not None:
         out["seeds"] = seeds_to_dict(doc.seeds)
+    if doc.budget is not None:
+        out["budget"] = _fields(doc.budget)
     return out
 
 
@@ -289,6 +294,7 @@ KNOWN = {
     "rejected",
     "checks",
     "seeds",
+    "budget",
 }
 
 
@@ -364,6 +370,7 @@ def _decode(data: dict[str, Any]) -> LeaderboardDocument:
         rejected=[RejectedSubmission(**r) for r in data["rejected"]],
         checks=None if checks is None else [_read_check(c) for c in checks],
         seeds=seeds_from_dict(data["seeds"]) if "seeds" in data else None,
+        budget=_known(BudgetSummary, data["budget"]) if "budget" in data else None,
         extra={k: v for k, v in data.items() if k not in KNOWN},
     )
 

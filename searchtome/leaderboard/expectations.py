@@ -15,12 +15,12 @@ from typing import Any
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, read_json, write_json
-from searchtome.leaderboard.results import LeaderboardResult
+from searchtome.leaderboard.results import BUDGET_MEASURES, LeaderboardResult
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.structure import STRUCTURE_MEASURES
 
 DEFAULT_TOLERANCE = 0.005
-RECORDED = (*DEFAULT_MEASURES, *STRUCTURE_MEASURES)  # what --write-expected records
+RECORDED = (*DEFAULT_MEASURES, *BUDGET_MEASURES, *STRUCTURE_MEASURES)  # --write-expected
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,9 @@ class Expectations:
         return cls(
             tolerance,
             {
-                e.system: {m: Expected(e.aggregate[m], tolerance) for m in RECORDED}
+                e.system: {
+                    m: Expected(e.aggregate[m], tolerance) for m in RECORDED if m in e.aggregate
+                }
                 for e in result.entries
             },
             result.split,

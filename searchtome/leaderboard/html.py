@@ -24,6 +24,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from searchtome.dataset.manifest import DatasetManifest
+from searchtome.leaderboard import budget
 from searchtome.leaderboard.checks import CHECK_LEGEND, cell, grid, is_short, summary
 from searchtome.leaderboard.comparison import OVERALL, PairTest
 from searchtome.leaderboard.costs import Cost, fmt_count, fmt_mib, fmt_seconds
@@ -254,6 +255,32 @@ def _domains(result: LeaderboardResult) -> dict[str, Any] | None:
         f"{MARK} here comes from the per-domain tests. Side by side first, then one tab per domain."
     )
     return {"one": "", "note": note, "side": _side_by_side(result), "panels": panels}
+
+
+def _budget(result: LeaderboardResult) -> dict[str, Any] | None:
+    """The token-budget table (values hover like the main table's) and its note."""
+    if not budget.shown(result):
+        return None
+    columns = [RANK, SYSTEM]
+    for m in budget.TABLE_MEASURES:
+        title = f"Holm-adjusted p of {m} against the top system"
+        columns += [Column(m), Column(f"p {m}", "asc", title=title)]
+    rows = []
+    for e in result.entries:
+        row = [Cell(str(e.rank), e.rank), _system(result, e)]
+        for m in budget.TABLE_MEASURES:
+            p = budget.p_cell(result, e, m)
+            sort = None if p in ("top", "–") else _pvalue(result, e, m)
+            row += [_measure_cell(result, e, m, e.aggregate, OVERALL), Cell(p, sort)]
+        rows.append(row)
+    best = [2 + 2 * i for i in range(len(budget.TABLE_MEASURES))]
+    table = Table("budget-table", columns, bold_best(rows, best))
+    return {"table": table, "note": budget.budget_note(result)}
+
+
+def _pvalue(result: LeaderboardResult, e: Entry, measure: str) -> float | None:
+    t = _pair(result, e.system, measure, OVERALL)
+    return None if t is None else t.p_adjusted
 
 
 def _side_by_side(result: LeaderboardResult) -> Table:
@@ -512,6 +539,7 @@ def _page(result: LeaderboardResult, images: dict[str, bytes]) -> dict[str, Any]
         "Hover a value for its difference from the top system and its bootstrap interval; "
         "click a column header to sort.",
         "domains": _domains(result),
+        "budget": _budget(result),
         "cost": cost,
         "cost_note": cost_note,
         "figures": [_figure(result, k, png) for k, png in images.items() if k != CURVES_KEY],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from searchtome.leaderboard import budget
 from searchtome.leaderboard.checks import CHECK_LEGEND, cell, grid, is_short, summary
 from searchtome.leaderboard.costs import fmt_count
 from searchtome.leaderboard.curves import (
@@ -47,6 +48,7 @@ def render_markdown(result: LeaderboardResult) -> str:
         "## Per domain",
         "",
         domain_table(result),
+        *budget_lines(result),
     ]
     analysed = {k: p for k, p in result.figures.items() if k != CURVES_KEY}
     if analysed or result.paired is not None:
@@ -113,6 +115,23 @@ def domain_table(result: LeaderboardResult) -> str:
             ]
         lines.append(f"| {e.rank} | {md_escape(e.system)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" + _short_footnote(result)
+
+
+def budget_lines(result: LeaderboardResult) -> list[str]:
+    """The token-budget table and its note; nothing when the build has no budget values."""
+    if not budget.shown(result):
+        return []
+    header = budget.header()
+    lines = [
+        f"## {budget.BUDGET_HEADING}",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|---:|---|" + "---:|" * (len(header) - 2),
+    ]
+    for row in budget.rows(result):
+        row[1] = md_escape(row[1])
+        lines.append("| " + " | ".join(row) + " |")
+    return [*lines, "", md_escape(budget.budget_note(result)), ""]
 
 
 def _short_footnote(result: LeaderboardResult) -> str:

@@ -8,15 +8,21 @@ from typing import Any
 from searchtome.io import dumps
 from searchtome.leaderboard.scoring import Scoreboard
 from searchtome.leaderboard.text import percent, term_text
-from searchtome.metrics.scorer import is_count
+from searchtome.metrics.budget import TOKENIZER
+from searchtome.metrics.scorer import budget_measures, in_percent, is_count
 
 PERCENT_NOTE = "values in % ({agg})"
 COUNT_NOTE = "; {names}: counts summed over queries"
+TOKENS_NOTE = "; {names}: mean tokens"
+TOKENIZER_NOTE = "; tokens counted by {name}"
 
 
 def _cell(measure: str, value: float) -> str:
-    """A rate in % with one decimal; a count (NumQ, NumRet...) as a whole number."""
-    return f"{value:,.0f}" if is_count(measure) else percent(value)
+    """A rate in % with one decimal; a count (NumQ, NumRet...) as a whole number; a mean of
+    tokens (TokensToGold) with one decimal."""
+    if is_count(measure):
+        return f"{value:,.0f}"
+    return percent(value) if in_percent(measure) else f"{value:,.1f}"
 
 
 def _text_table(header: list[str], rows: list[list[str]]) -> str:
@@ -50,8 +56,12 @@ def score_table(board: Scoreboard, by_query: bool = False) -> str:
         answered = f"{int(s.answered.sum())}/{len(board.query_ids)}"
         rows.append([s.system, answered, str(s.n_empty), *(_cell(m, values[m]) for m in names)])
     counts = [m for m in names if is_count(m)]
-    note = PERCENT_NOTE.format(agg=agg) + (
-        COUNT_NOTE.format(names=", ".join(counts)) if counts else ""
+    amounts = [m for m in names if not is_count(m) and not in_percent(m)]
+    note = (
+        PERCENT_NOTE.format(agg=agg)
+        + (COUNT_NOTE.format(names=", ".join(counts)) if counts else "")
+        + (TOKENS_NOTE.format(names=", ".join(amounts)) if amounts else "")
+        + (TOKENIZER_NOTE.format(name=TOKENIZER.name) if budget_measures(names) else "")
     )
     out = [f"{board.split} split, {len(board.query_ids):,} queries; " + note]
     out.append(_text_table(["System", "Answered", "Empty", *names], rows))

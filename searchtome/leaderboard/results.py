@@ -31,6 +31,8 @@ from searchtome.submissions.meta import RunMeta
 from searchtome.submissions.validate import ValidationReport
 
 MAIN_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")  # the main table's columns and tests
+# The token-budget table's columns, tested against the top system like the main ones.
+BUDGET_MEASURES: tuple[str, ...] = ("InBudget@512", "InBudget@2048")
 MARK = "†"  # differs significantly from the top system
 PAIRED_KEY = "paired_by_training_questions"  # the a − b analysis in leaderboard.json and figures
 CURVES_KEY = "learning_curves"  # dev R@1 per epoch: leaderboard.json's key and the figure's
@@ -59,7 +61,7 @@ def scorer_order(measures: Iterable[str]) -> list[str]:
     """``measures`` in the scorer's order (R@1 … RR@10, then the structure rates), then any
     other measure by name."""
     seen = set(measures)
-    known = [m for m in (*DEFAULT_MEASURES, *STRUCTURE_MEASURES) if m in seen]
+    known = [m for m in (*DEFAULT_MEASURES, *BUDGET_MEASURES, *STRUCTURE_MEASURES) if m in seen]
     return known + sorted(seen - set(known))
 
 
@@ -148,6 +150,23 @@ class CheckResult:
     actual: float | None
     tolerance: float
     status: CheckStatus
+
+
+# -- the token budget ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BudgetSummary:
+    """How the budget measures counted (``leaderboard.json``'s ``budget``).
+
+    ``ceiling``: each budget measure of a system that ranks the gold first and nothing above it
+    (macro over domains, like the table): the share of queries whose gold section alone fits.
+    """
+
+    tokenizer: dict[str, str]  # metrics.budget.TOKENIZER's record
+    measures: list[str]
+    ceiling: dict[str, float]
+    book_tokens: dict[str, int]  # the cap of TokensToGold's misses, per book
 
 
 # -- analyses --------------------------------------------------------------------------------
@@ -480,6 +499,7 @@ class LeaderboardResult:
     curves: dict[str, LearningCurve] = field(default_factory=dict)  # system → its training
     colours: dict[str, str] = field(default_factory=dict)  # system → its colour, page-wide
     seeds: SeedReport | None = None  # when some system has seed runs (docs/seeds.md)
+    budget: BudgetSummary | None = None  # the token-budget table's facts; None: no table
 
     @property
     def best(self) -> str | None:

@@ -3,6 +3,8 @@
 Per query: the retrieval measures (``R@1``, ``R@3``, ``R@5``, ``nDCG@3``, ``RR@10`` by default)
 and, when a dataset is at hand, whether the output holds a non-leaf ToC node or an invalid id at
 rank 1 and anywhere in the top 3 (``NonLeaf@1``, ``NonLeaf@3``, ``Invalid@1``, ``Invalid@3``).
+The token-budget measures (``InBudget@B``, ``TokensToGold``), when named, read the dataset's
+section texts: against qrels alone they are refused.
 A query the submission does not answer is a miss: 0 on every measure.
 
 Aggregates: per book, per domain, ``aggregate`` = the macro mean over domains (the paper's
@@ -21,9 +23,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from searchtome.errors import SearchTomeError, unknown_name
+from searchtome.metrics.budget import TOKENIZER
 from searchtome.metrics.measures import DEFAULT_MEASURES, measure_names
 from searchtome.metrics.qrels import Qrels
-from searchtome.metrics.scorer import aggregate, evaluate_arrays, is_count, warn_ties
+from searchtome.metrics.scorer import (
+    aggregate,
+    budget_measures,
+    budget_values,
+    evaluate_arrays,
+    is_count,
+    warn_ties,
+)
 from searchtome.metrics.structure import STRUCTURE_MEASURES, structure_flags
 from searchtome.runs import Run, Submission
 
@@ -171,6 +181,8 @@ class Scoreboard:
             "answered": int(s.answered.sum()),
             "empty": s.n_empty,  # answered with no id at all
         }
+        if budget_measures(self.measures):  # which tokens the budget measures counted
+            out["tokenizer"] = TOKENIZER.to_dict()
         if by_query:
             names = self.all_measures
             out["per_query"] = {
@@ -191,7 +203,7 @@ def beyond_depth(measure: str, depth: int) -> bool:
 
     if depth <= 0 or measure in STRUCTURE_MEASURES:
         return False
-    cutoff = parse_measure(measure).cutoff
+    cutoff = parse_measure(measure).rank_cutoff  # a budget in tokens is no rank
     return cutoff is not None and cutoff > depth
 
 
@@ -210,6 +222,13 @@ def score_runs(
         )
     # The structure counts are always computed; naming them in ``measures`` is allowed.
     names = [m for m in measure_names(measures) if m not in STRUCTURE_MEASURES]
+    priced = budget_measures(names)
+    if priced and data is None:
+        raise SearchTomeError(
+            f"{', '.join(priced)}: token-budget measures read the dataset's section texts; "
+            "score against a dataset (--data) instead of qrels"
+        )
+    judged = [m for m in names if m not in priced]
     table = QueryTable.from_dataset(data, split) if data is not None else None
     if qrels is None:
         assert data is not None
@@ -229,8 +248,9 @@ def score_runs(
                 "(or a distinct run tag / file name for TREC runs)"
             )
         seen.add(name)
-        per_query = evaluate_arrays(run, qrels, names, qids)
+        per_query = evaluate_arrays(run, qrels, judged, qids)
         if data is not None:
+            per_query.update(budget_values(run.rankings, data, qids, priced))
             per_query.update(structure_flags(run.rankings, data, qids))
         answered = np.asarray([qid in run.rankings for qid in qids])
         empty = np.asarray([qid in run.rankings and not run.rankings[qid] for qid in qids])

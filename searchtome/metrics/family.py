@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import ClassVar
 
 import numpy as np
@@ -36,6 +37,13 @@ class Ranked:
         return self.gains.shape[0]
 
 
+class CutoffUnit(StrEnum):
+    """What the number after ``@`` counts."""
+
+    RANK = "rank"  # the top k ranked ids (R@3, nDCG@10)
+    TOKENS = "tokens"  # a reading budget in tokens (InBudget@512; see metrics.budget)
+
+
 class Family:
     """One measure family; subclasses set the class attributes and implement :meth:`values`."""
 
@@ -53,6 +61,9 @@ class Family:
     order_sensitive: ClassVar[bool] = False
     # How per-query values add up: "mean" (a rate, shown in %) or "sum" (a count, shown as one).
     aggregate: ClassVar[str] = "mean"
+    cutoff_unit: ClassVar[CutoffUnit] = CutoffUnit.RANK
+    # A mean shown in % (a share of queries); False: a mean of amounts shown as a number (tokens).
+    percent: ClassVar[bool] = True
 
     def values(self, ranked: Ranked, cutoff: int | None) -> np.ndarray:
         """Per-query values, aligned with the rows of ``ranked``."""

@@ -34,9 +34,10 @@ import numpy as np
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.limits import MAX_IDS
 from searchtome.metrics import external
+from searchtome.metrics.budget import BudgetFamily, Reading
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.external import External
-from searchtome.metrics.family import Family, Ranked
+from searchtome.metrics.family import CutoffUnit, Family, Ranked
 from searchtome.metrics.structure import STRUCTURE_FAMILIES
 from searchtome.registry import Registry
 
@@ -134,6 +135,55 @@ class ReciprocalRank(Family):
         return np.where(hits.any(axis=1), 1.0 / (first + 1.0), 0.0)
 
 
+@measure
+class InBudget(BudgetFamily):
+    """InBudget@B = 1 if the gold section ends within the first B tokens read, else 0.
+
+    The reader reads the ranked sections in the submitted order (tied scores never re-sort them).
+    T = the tokens of every ranked id down to and including the gold leaf, where a leaf costs
+    its section text, a ToC node with children its whole subtree (own introduction and every
+    node below it) and an id that is no node of the query's book 0. InBudget@B = 1 if the gold
+    is ranked and T <= B. A gold section longer than B scores 0 even at rank 1; a miss, an empty
+    ranking and a missing query score 0; a non-leaf that contains the gold is paid for but does
+    not find it (only the gold leaf's id counts, as for R@k). Tokens: ``searchtome-words-1``
+    (:data:`searchtome.metrics.budget.TOKENIZER`). B is a number of tokens, not a rank.
+    """
+
+    name = "InBudget"
+    aliases = ("inbudget", "in_budget")
+    cutoff_unit = CutoffUnit.TOKENS
+    description = "in budget at {k}: the gold section ends within the first {k} tokens read"
+
+    def budget_values(self, read: Reading, cutoff: int | None) -> np.ndarray:
+        if cutoff is None:
+            raise SearchTomeError("InBudget needs a budget in tokens, e.g. InBudget@512")
+        return (read.found(None) & (read.tokens <= cutoff)).astype(np.float64)
+
+
+@measure
+class TokensToGold(BudgetFamily):
+    """TokensToGold@k = T, the tokens read down to the end of the gold section (as for InBudget),
+    if the gold is among the top k ranked ids; else the tokens of the query's whole book.
+
+    A miss (the gold not in the top k, an empty ranking, a missing query) costs the whole book:
+    every leaf's section and every ToC node's own introduction, the most a reader can pay to find
+    the gold without the ranking. T is capped at the book too (a ranking of overlapping sections
+    can list more than the book), so a hit never costs more than a miss. Without ``@k`` the whole
+    ranking is read. Its mean over queries is a number of tokens (lower is better), not a share.
+    """
+
+    name = "TokensToGold"
+    aliases = ("tokenstogold", "tokens_to_gold")
+    needs_cutoff = False
+    percent = False
+    description = (
+        "tokens read until the gold section ends; ranks read: {k} (a miss: the whole book)"
+    )
+
+    def budget_values(self, read: Reading, cutoff: int | None) -> np.ndarray:
+        return np.where(read.found(cutoff), np.minimum(read.tokens, read.book), read.book)
+
+
 for _flag in STRUCTURE_FAMILIES:
     REGISTRY.add(_flag.name, _flag)
 FAMILIES: tuple[Family, ...] = tuple(REGISTRY.values())
@@ -149,6 +199,8 @@ _MEASURE_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:[@_]\s*(\d+))?\s*$")
 # The deepest cut-off scored: trec_eval's deepest default (a submission ranks at most MAX_IDS ids,
 # a TREC run conventionally 1000). Deeper ones only cost memory (an array as wide as k per query).
 MAX_CUTOFF = 1000
+# The largest token budget (InBudget@B): far beyond any book in the catalog.
+MAX_BUDGET = 10_000_000
 
 
 @dataclass(frozen=True, order=True)
@@ -164,6 +216,13 @@ class Measure:
     @property
     def name(self) -> str:
         return str(self)
+
+    @property
+    def rank_cutoff(self) -> int | None:
+        """The cut-off as a number of ranks; None without one or when it counts tokens."""
+        if self.cutoff is None or self.definition.cutoff_unit != CutoffUnit.RANK:
+            return None
+        return self.cutoff
 
     @property
     def definition(self) -> Family:
@@ -205,20 +264,28 @@ def _parse_text(text: str, with_ir_measures: bool) -> Measure:
     if match is None or key not in _ALIASES:
         return _parse_external(str(text))
     found = REGISTRY[_ALIASES[key]]
-    cutoff = check_cutoff(text, match.group(2)) if match.group(2) else None
+    limit = MAX_BUDGET if found.cutoff_unit == CutoffUnit.TOKENS else MAX_CUTOFF
+    cutoff = check_cutoff(text, match.group(2), limit) if match.group(2) else None
     if cutoff is None and found.needs_cutoff:
-        raise SearchTomeError(f"measure {text!r} needs a cutoff, e.g. {found.name}@1")
+        example = 512 if found.cutoff_unit == CutoffUnit.TOKENS else 1
+        raise SearchTomeError(f"measure {text!r} needs a cutoff, e.g. {found.name}@{example}")
     return Measure(found.name, cutoff)
 
 
-def check_cutoff(text: str | Measure, cutoff: str | float) -> int:
-    """A measure's cut-off as an int from 1 to :data:`MAX_CUTOFF`; one clear error otherwise."""
+def check_cutoff(text: str | Measure, cutoff: str | float, limit: int = MAX_CUTOFF) -> int:
+    """A measure's cut-off as an int from 1 to ``limit`` (:data:`MAX_CUTOFF` ranks, or
+    :data:`MAX_BUDGET` tokens); one clear error otherwise."""
     digits = str(cutoff)
-    if len(digits) > 12 or float(cutoff) > MAX_CUTOFF:
+    if len(digits) > 12 or float(cutoff) > limit:
         shown = digits if len(digits) <= 12 else f"of {len(digits):,} digits"
+        why = (
+            f"the deepest scored (submissions rank at most {MAX_IDS} ids)"
+            if limit == MAX_CUTOFF
+            else "the largest token budget"
+        )
         raise SearchTomeError(
-            f"measure {str(text)[:60]!r}: cut-off {shown} is above {MAX_CUTOFF:,}, the deepest "
-            f"scored (submissions rank at most {MAX_IDS} ids); use a cut-off up to {MAX_CUTOFF:,}"
+            f"measure {str(text)[:60]!r}: cut-off {shown} is above {limit:,}, {why}; "
+            f"use a cut-off up to {limit:,}"
         )
     if float(cutoff) < 1 or float(cutoff) != int(float(cutoff)):
         raise SearchTomeError(

@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from searchtome.errors import SearchTomeError
+from searchtome.metrics.budget import BudgetFamily, reading
 from searchtome.metrics.external import external_values
 from searchtome.metrics.family import Ranked
 from searchtome.metrics.measures import DEFAULT_MEASURES, Measure, measure_names, parse_measure
@@ -23,6 +25,9 @@ from searchtome.metrics.qrels import Qrels
 from searchtome.metrics.structure import STRUCTURE_MEASURES
 from searchtome.metrics.ties import TIE_RULE, ties_that_matter
 from searchtome.runs import Run
+
+if TYPE_CHECKING:  # only annotations: scoring against qrels never loads a dataset module
+    from searchtome.dataset.loader import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +122,12 @@ def evaluate_arrays(
 ) -> dict[str, np.ndarray]:
     """Per-query values as arrays aligned with ``query_ids`` (default: the qrels' queries)."""
     parsed = [parse_measure(m) for m in measures]
+    priced = [str(m) for m in parsed if isinstance(m.definition, BudgetFamily)]
+    if priced:
+        raise SearchTomeError(
+            f"{', '.join(priced)}: token-budget measures read the dataset's section texts, not "
+            "qrels; score against a dataset (--data)"
+        )
     structural = [str(m) for m in parsed if m.definition.needs_dataset]
     if structural:
         raise SearchTomeError(
@@ -136,9 +147,15 @@ def evaluate_arrays(
 def consequential_ties(run: Run, qrels: Qrels, measures: Iterable[str | Measure]) -> list[str]:
     """Queries whose tied scores can change one of ``measures`` (see ``ties_that_matter``)."""
     parsed = [parse_measure(m) for m in measures]
-    parsed = [m for m in parsed if not m.definition.needs_dataset]
+    # The structural flags read no judgement; a budget measure is order-sensitive at any depth
+    # (a tie of the gold with another id changes the tokens read before it ends).
+    parsed = [
+        m
+        for m in parsed
+        if isinstance(m.definition, BudgetFamily) or not m.definition.needs_dataset
+    ]
     cutoffs = [m.cutoff for m in parsed if m.cutoff and not m.definition.order_sensitive]
-    depths = [m.cutoff or math.inf for m in parsed if m.definition.order_sensitive]
+    depths = [m.rank_cutoff or math.inf for m in parsed if m.definition.order_sensitive]
     return ties_that_matter(run, qrels, cutoffs, max(depths, default=0))
 
 
@@ -179,6 +196,12 @@ def is_count(measure: str | Measure) -> bool:
     return parse_measure(measure).is_count
 
 
+def in_percent(measure: str | Measure) -> bool:
+    """Whether a measure's aggregate is a share shown in % (not a count, not a mean of tokens)."""
+    definition = parse_measure(measure).definition
+    return definition.aggregate == "mean" and definition.percent
+
+
 def aggregate(measure: str | Measure, values: np.ndarray) -> float:
     """Per-query values added up as the measure means: the sum of a count, else the mean."""
     if is_count(measure):
@@ -197,3 +220,28 @@ def mean_scores(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, float
         name: total if is_count(name) else (total / n if n else 0.0)
         for name, total in totals.items()
     }
+
+
+def budget_measures(measures: Sequence[str]) -> list[str]:
+    """The names among ``measures`` (canonical) that a :class:`BudgetFamily` computes: they
+    read a dataset's section texts (:mod:`searchtome.metrics.budget`), not qrels."""
+    return [m for m in measures if isinstance(parse_measure(m).definition, BudgetFamily)]
+
+
+def budget_values(
+    rankings: Mapping[str, Sequence[str]],
+    dataset: Dataset,
+    query_ids: Sequence[str],
+    measures: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """Per-query values of the budget ``measures`` (canonical names) for one run's rankings."""
+    if not measures:
+        return {}
+    read = reading(rankings, dataset, query_ids)
+    out = {}
+    for name in measures:
+        m = parse_measure(name)
+        family = m.definition
+        assert isinstance(family, BudgetFamily), name
+        out[name] = family.budget_values(read, m.cutoff)
+    return out

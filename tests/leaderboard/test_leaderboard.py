@@ -237,7 +237,16 @@ def test_leaderboard_build_rejects_and_is_deterministic(tmp_path: Path, ds: Data
     assert [e.system for e in first.entries] == ["oracle", "law-only", "guesser"]
     assert [e.rank for e in first.entries] == [1, 2, 3]
     assert [Path(r.path).name for r in first.rejected] == ["broken"]
-    assert first.entries[1].marks == {"R@1": True, "R@3": False, "nDCG@3": True}
+    # Every tiny section is short: law-only's chapter and guesser's ids priced 0 (not in the
+    # book, another book's leaf) still leave the gold inside 512 tokens, so no budget differs.
+    assert first.entries[1].marks == {
+        "R@1": True,
+        "R@3": False,
+        "nDCG@3": True,
+        "InBudget@512": False,
+        "InBudget@2048": False,
+    }
+    assert {e.aggregate["InBudget@512"] for e in first.entries} == {1.0}
     assert first.entries[2].marks["R@1"] is True
     assert first.entries[1].domain_marks["Law"]["R@1"] is False
     assert first.entries[1].domain_marks["Natural Sciences"]["R@1"] is True
