@@ -69,6 +69,7 @@ def clocked(inner: Receive, clock: Clock, still_allowed: Receive | None = None) 
     start = time.monotonic()
     received = 0
     last_check = start
+    finished = False  # after the last body chunk, receive() only waits for a disconnect
 
     async def check(now: float) -> None:
         nonlocal last_check
@@ -79,7 +80,9 @@ def clocked(inner: Receive, clock: Clock, still_allowed: Receive | None = None) 
                 raise Refused(403, reason)
 
     async def receive() -> Any:
-        nonlocal received
+        nonlocal received, finished
+        if finished:
+            return await inner()
         task = asyncio.ensure_future(inner())
         try:
             while True:
@@ -96,7 +99,9 @@ def clocked(inner: Receive, clock: Clock, still_allowed: Receive | None = None) 
             raise
         message = task.result()
         received += len(message.get("body", b""))
-        await check(time.monotonic())
+        finished = message["type"] != "http.request" or not message.get("more_body", False)
+        if not finished:
+            await check(time.monotonic())
         return message
 
     return receive

@@ -253,3 +253,30 @@ def test_the_server_logs_uploads_refusals_and_scores(release) -> None:
     assert f"upload {public_id} accepted from team t" in out
     assert f"{public_id} scored" in out
     assert "refused POST /api/submissions from 127.0.0.1 (401)" in out
+
+
+def test_the_same_name_limit_and_health_on_postgresql(release) -> None:
+    from tests.service.helpers import postgres
+
+    root, public, private, files = release
+    try:
+        manager = postgres()
+        url = manager.__enter__()
+    except RuntimeError as exc:
+        pytest.skip(f"PostgreSQL could not start: {exc}")
+    try:
+        home = root / "pg"
+        init_home(home, public, private, "--db", url)
+        token = add_team(home, "t")
+        cap = TEXT_LIMITS["system"]
+        with Server(home, workers=1) as server:
+            too_long = json.dumps({**meta_json("s"), "system": "x" * (cap + 1)}).encode()
+            status, raw, _ = upload(server.url, token, files[0], too_long)
+            assert f"{cap + 1:,} characters; at most {cap:,}" in one_line(status, raw, 422)
+            longest = json.dumps(meta_json("y" * cap)).encode()
+            status, raw, _ = upload(server.url, token, files[0], longest)
+            assert status == 202
+            assert wait_scored(server.url, token, json.loads(raw)["id"])["state"] == "scored"
+            wait_until(lambda: get(server.url + "/api/health")[1]["workers"]["live"] == 1, 30)
+    finally:
+        manager.__exit__(None, None, None)
