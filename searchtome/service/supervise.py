@@ -1,5 +1,8 @@
 """``server run``'s scoring workers, watched: a worker that dies is started again, with a log line.
 
+A worker that exits with status 0 was asked to stop (SIGTERM or Ctrl-C: its handlers exit 0)
+and is not restarted; any other end (a signal such as SIGKILL, an error status) is a death.
+
 The first workers are forked (they start with the parent's imports done). A replacement is
 spawned instead: it is started from the watching thread while the web server runs in the main
 one, and forking a process that has several threads running can copy a lock another thread
@@ -86,11 +89,19 @@ class Supervisor:
         log.warning("worker-%d restarted as pid %s", i, new.pid)
 
     def _watch(self) -> None:
+        stopped: set[int] = set()
         while not self.halt.wait(CHECK_SECONDS):
             for i, proc in enumerate(self.procs):
-                if not proc.is_alive() and not self.halt.is_set():
-                    proc.join(timeout=0)
-                    self._restart(i)
+                if i in stopped or proc.is_alive() or self.halt.is_set():
+                    continue
+                proc.join(timeout=0)
+                if proc.exitcode == 0:
+                    # Asked to stop (SIGTERM, Ctrl-C on the terminal's process group): a
+                    # shutdown, not a crash.
+                    log.info("worker-%d (pid %s) stopped; not restarted", i, proc.pid)
+                    stopped.add(i)
+                    continue
+                self._restart(i)
 
     def stop(self) -> None:
         self.halt.set()

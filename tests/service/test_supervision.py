@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -63,7 +64,11 @@ def test_a_killed_worker_is_restarted_and_scores_the_queue(release) -> None:
         out = server.output()
         assert f"worker-0 (pid {first}) killed by signal 9" in out
         assert "worker-0 restarted as pid" in out
-        assert first not in children(server.proc.pid)
+        second = int(re.search(r"worker-0 restarted as pid (\d+)", out).group(1))
+        assert second in children(server.proc.pid)
+        os.kill(second, signal.SIGTERM)  # asked to stop: a shutdown, not a death
+        wait_until(lambda: "stopped; not restarted" in server.output(), 30, server.output)
+        assert server.output().count("restarted as pid") == 1
 
 
 def test_health_turns_503_when_the_queue_waits_too_long(release) -> None:
