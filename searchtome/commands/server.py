@@ -152,7 +152,9 @@ def _check_overlap(args: argparse.Namespace) -> None:
     from searchtome.dataset.manifest import QUESTIONS_PUBLIC
     from searchtome.dataset.overlap import public_overlap
 
-    public = read_private(args.private).get(QUESTIONS_PUBLIC) if is_private(args.private) else None
+    if not is_private(args.private):
+        return  # init_home says what is wrong with it
+    public = read_private(args.private).get(QUESTIONS_PUBLIC)
     if public:
         print(
             f"searchtome: warning: {args.private}: its questions and their gold are public in "
