@@ -239,6 +239,7 @@ def fail_abandoned(conn: Connection, expired: Any) -> list[str]:
             submissions.c.id, submissions.c.public_id, submissions.c.team_id, submissions.c.day
         ).where(expired, submissions.c.attempts >= MAX_ATTEMPTS)
     ).all()
+    failed = []
     for r in rows:
         done = conn.execute(
             submissions.update()
@@ -250,13 +251,14 @@ def fail_abandoned(conn: Connection, expired: Any) -> list[str]:
                 lease_until=None,
             )
         )
-        if done.rowcount == 1:
+        if done.rowcount == 1:  # not already failed by another worker's sweep
             conn.execute(
                 quota.update()
                 .where(quota.c.team_id == r.team_id, quota.c.day == r.day, quota.c.count > 0)
                 .values(count=quota.c.count - 1)
             )
-    return [r.public_id for r in rows]
+            failed.append(r.public_id)
+    return failed
 
 
 def claim(engine: Engine, worker: str, lease_seconds: float) -> Job | None:
