@@ -56,12 +56,18 @@ def _run_repro(args: argparse.Namespace) -> int:
         from searchtome.dataset.blind import blind_release
 
         holder: list = []
+        public = f"{_repository(args)} (the reproduction's own release)"
         blind = blind_release(
-            lambda out: holder.append(write(out)), args.out, args.blind, args.private
+            lambda out: holder.append(write(out)), args.out, args.blind, args.private, public
         )
         result = holder[0]
         result.out_dir = blind.public
         print(f"blind {blind.split} split: {blind.n_blind} queries; gold in {blind.private}")
+        print(
+            f"  rehearsal only: these {blind.split} questions and their gold are public in "
+            f"{public}, so matching question text recovers the gold; a real competition uses "
+            "`searchtome build --blind` with fresh questions, or a private question set"
+        )
     else:
         result = write(args.out)
     qs = ", ".join(f"{s} {n}" for s, n in result.queries.items())
@@ -78,3 +84,13 @@ def _run_repro(args: argparse.Namespace) -> int:
     for w in result.warnings:
         print(f"  warning: {w}")
     return 0
+
+
+def _repository(args: argparse.Namespace) -> str:
+    from pathlib import Path
+
+    from searchtome.dataset.repro_release import data_root, source_repository
+
+    src = Path(args.src)
+    data = data_root(src)
+    return source_repository(data.parent if data != src else src, args.repository)

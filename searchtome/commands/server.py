@@ -58,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     init.add_argument(
         "--rules", metavar="FILE", help="a text file of rules shown on the page (paragraphs)"
     )
+    _availability_options(init)
     init.set_defaults(func=_init)
 
     add = sub.add_parser("add-team", parents=[home], help="create a team; prints its token once")
@@ -86,6 +87,105 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     reveal.set_defaults(func=_reveal)
 
 
+def _availability_options(init: argparse.ArgumentParser) -> None:
+    init.add_argument(
+        "--upload-timeout",
+        type=float,
+        metavar="S",
+        help=f"seconds an upload's body may take in all ({D.upload_timeout:g})",
+    )
+    init.add_argument(
+        "--upload-min-rate",
+        type=float,
+        metavar="KIB_S",
+        help="KiB/s an upload's body must average after its first "
+        f"{D.upload_grace:g} s ({D.upload_min_rate / 1024:g})",
+    )
+    init.add_argument(
+        "--upload-slots",
+        type=int,
+        help=f"uploads read and checked at once per web process ({D.upload_slots})",
+    )
+    init.add_argument(
+        "--team-uploads",
+        type=int,
+        help=f"uploads of one team in flight per web process, below --upload-slots "
+        f"({D.team_uploads})",
+    )
+    init.add_argument(
+        "--health-max-queue-age",
+        type=float,
+        metavar="S",
+        help="/api/health answers 503 once the oldest queued upload waits longer "
+        f"({D.health_max_queue_age:g})",
+    )
+    init.add_argument(
+        "--one-row-per-team",
+        action="store_true",
+        default=None,
+        help="the public board shows each team's best run only",
+    )
+    init.add_argument(
+        "--check-public-overlap",
+        metavar="SOURCE",
+        action="append",
+        help="refuse a private half whose questions appear verbatim in this public release "
+        "(a dataset folder or a reproduction's release; repeatable)",
+    )
+    init.add_argument(
+        "--allow-public-overlap",
+        action="store_true",
+        help="with --check-public-overlap: warn instead of refusing (a rehearsal)",
+    )
+
+
+def _availability_settings(args: argparse.Namespace) -> dict[str, object]:
+    rate = args.upload_min_rate
+    return {
+        "upload_timeout": args.upload_timeout,
+        "upload_min_rate": None if rate is None else int(rate * 1024),
+        "upload_slots": args.upload_slots,
+        "team_uploads": args.team_uploads,
+        "health_max_queue_age": args.health_max_queue_age,
+        "one_row_per_team": args.one_row_per_team,
+    }
+
+
+def _check_overlap(args: argparse.Namespace) -> None:
+    import sys
+
+    from searchtome.dataset.blind import is_private, read_private
+    from searchtome.dataset.manifest import QUESTIONS_PUBLIC
+    from searchtome.dataset.overlap import public_overlap
+
+    if not is_private(args.private):
+        return  # init_home says what is wrong with it
+    public = read_private(args.private).get(QUESTIONS_PUBLIC)
+    if public:
+        print(
+            f"searchtome: warning: {args.private}: its questions and their gold are public in "
+            f"{public}; scores on it are a rehearsal, not a blind test",
+            file=sys.stderr,
+        )
+
+    for source in args.check_public_overlap or []:
+        found = public_overlap(args.private, source)
+        if not found:
+            print(f"{source}: no private question appears in it verbatim", file=sys.stderr)
+            continue
+        if not args.allow_public_overlap:
+            raise SearchTomeError(
+                f"{args.private}: {found}; this is not a blind set: use fresh questions "
+                "(`build --blind`) or a private question set, or pass --allow-public-overlap "
+                "for a rehearsal"
+            )
+        print(
+            f"searchtome: warning: {args.private}: {found}; scores on it are a rehearsal, "
+            "not a blind test",
+            file=sys.stderr,
+        )
+
+
 def _engine(args: argparse.Namespace):
     from searchtome.service.db import check_version, make_engine
     from searchtome.service.home import open_home
@@ -111,6 +211,7 @@ def _init(args: argparse.Namespace) -> int:
     from searchtome.service.home import init_home
 
     mb = args.upload_max_mb
+    _check_overlap(args)
     home = init_home(
         args.home,
         args.public,
@@ -125,6 +226,7 @@ def _init(args: argparse.Namespace) -> int:
         title=args.title,
         description=args.description,
         rules=_read_rules(args.rules),
+        **_availability_settings(args),
     )
     s = home.settings
     print(
@@ -188,7 +290,6 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import multiprocessing
     import os
     import sys
 
@@ -196,20 +297,18 @@ def _run(args: argparse.Namespace) -> int:
 
     from searchtome.service.app import create_app
     from searchtome.service.home import HOME_ENV, open_home
+    from searchtome.service.supervise import Supervisor, service_logging
     from searchtome.service.worker import run_forked
 
     if args.workers < 0 or args.web < 1:
         raise SearchTomeError("--workers must be 0 or more and --web 1 or more")
     home = open_home(args.home)
     _engine(args).dispose()  # checks the schema; no connection crosses the fork below
-    # Workers are forked from this process: they start with its imports already done.
-    fork = multiprocessing.get_context("fork")
-    workers = [
-        fork.Process(target=run_forked, args=(str(home.root), os.getpid()), name=f"worker-{i}")
-        for i in range(args.workers)
-    ]
-    for w in workers:
-        w.start()
+    _check_port(args.host, args.port)
+    service_logging()
+    # Workers are forked from this process (they start with its imports done) and watched.
+    workers = Supervisor(args.workers, run_forked, (str(home.root.resolve()), os.getpid()))
+    workers.start()
     print(
         f"searchtome server: http://{args.host}:{args.port} ({args.web} web, "
         f"{args.workers} scoring workers)",
@@ -230,8 +329,21 @@ def _run(args: argparse.Namespace) -> int:
                 log_level="warning",
             )
     finally:
-        for w in workers:
-            w.terminate()
-        for w in workers:
-            w.join(timeout=30)
+        workers.stop()
     return 0
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse a busy address in one line before anything starts (uvicorn would log a trace)."""
+    import socket
+
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        raise SearchTomeError(
+            f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc}); stop "
+            "what uses it or choose another --port"
+        ) from None

@@ -49,7 +49,7 @@ from searchtome.dataset.layout import (
     write_manifest,
 )
 from searchtome.dataset.loader import Dataset, load
-from searchtome.dataset.manifest import BlindInfo, DatasetManifest
+from searchtome.dataset.manifest import QUESTIONS_PUBLIC, BlindInfo, DatasetManifest
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.io import (
     PathLike,
@@ -116,7 +116,9 @@ def _qrel_rows(queries: list[Query], ids: _Ids) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["query-id"])
 
 
-def _write_public(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> None:
+def _write_public(
+    src: Path, ds: Dataset, ids: _Ids, split: str, out: Path, questions_public: str | None
+) -> None:
     import pyarrow as pa
 
     full_schema = schema("queries")
@@ -140,6 +142,7 @@ def _write_public(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> N
             split=split,
             format=BLIND_FORMAT,
             note=f"the {split} queries' gold is held back; query and unit ids are opaque",
+            extra={QUESTIONS_PUBLIC: questions_public} if questions_public else {},
         ),
     )
     write_manifest(out, public)
@@ -148,7 +151,10 @@ def _write_public(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> N
     write_card(out)
 
 
-def _write_private(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> None:
+def _write_private(
+    src: Path, ds: Dataset, ids: _Ids, split: str, out: Path, questions_public: str | None
+) -> None:
+    out.chmod(0o700)  # before any gold is written into it
     queries = ds.queries(split)
     write_parquet(
         out / queries_file(split), _query_rows(queries, ds, ids, blind=False), schema("queries")
@@ -180,10 +186,19 @@ def _write_private(src: Path, ds: Dataset, ids: _Ids, split: str, out: Path) -> 
             "key": ids.key.hex(),
             "key_algorithm": "HMAC-SHA256(key, KIND \\0 SOURCE_ID)[:16 hex], KIND query or unit",
             "source_query_ids": dict(sorted(public_ids.items())),
+            **({QUESTIONS_PUBLIC: questions_public} if questions_public else {}),
         },
     )
     name = f"{ds.manifest.name or 'dataset'} (private)"
     write_manifest(out, DatasetManifest(name=name, blind=BlindInfo(split=split, private=True)))
+    owner_only(out)
+
+
+def owner_only(root: Path) -> None:
+    """Files 0600 and folders 0700 under ``root`` (itself included): the gold is the owner's."""
+    root.chmod(0o700)
+    for path in root.rglob("*"):
+        path.chmod(0o700 if path.is_dir() else 0o600)
 
 
 def _release_key(private: Path, split: str) -> bytes:
@@ -201,8 +216,19 @@ def _release_key(private: Path, split: str) -> bytes:
     return secrets.token_bytes(KEY_BYTES)
 
 
-def make_blind(full: PathLike, public: PathLike, private: PathLike, split: str) -> BlindResult:
-    """Write PUBLIC and PRIVATE from the complete dataset ``full`` (each atomically)."""
+def make_blind(
+    full: PathLike,
+    public: PathLike,
+    private: PathLike,
+    split: str,
+    questions_public: str | None = None,
+) -> BlindResult:
+    """Write PUBLIC and PRIVATE from the complete dataset ``full`` (each atomically).
+
+    ``questions_public``: where the blind split's questions and gold are already public (the
+    release a reproduction was imported from); recorded in both halves and said in the card, as
+    such a release is a rehearsal, not a blind test. PRIVATE is written owner-only.
+    """
     src = Path(full)
     if split not in SPLITS:
         raise unknown_name("blind split", split, SPLITS)
@@ -218,7 +244,7 @@ def make_blind(full: PathLike, public: PathLike, private: PathLike, split: str) 
     for target, writer in ((pub, _write_public), (priv, _write_private)):
         tmp = atomic_dir(target)
         try:
-            writer(src, ds, ids, split, tmp)
+            writer(src, ds, ids, split, tmp, questions_public)
             commit_dir(tmp, target)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -313,6 +339,7 @@ def blind_release(
     public: PathLike,
     split: str,
     private: PathLike | None = None,
+    questions_public: str | None = None,
 ) -> BlindResult:
     """Write a complete dataset with ``write_full(folder)`` into scratch, then split it."""
     pub = Path(public)
@@ -320,6 +347,7 @@ def blind_release(
     scratch = scratch_dir(pub, "full")  # removed below; a killed run's by the next one
     try:
         write_full(scratch / "full")
-        return make_blind(scratch / "full", pub, private or default_private(pub), split)
+        priv = private or default_private(pub)
+        return make_blind(scratch / "full", pub, priv, split, questions_public)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -32,7 +32,7 @@ from searchtome.dataset.card_header import (
 )
 from searchtome.dataset.layout import CARD_FILE, CORPUS_FILE, MANIFEST_FILE, write_manifest
 from searchtome.dataset.loader import Dataset, load
-from searchtome.dataset.manifest import DatasetManifest, Source, read_manifest
+from searchtome.dataset.manifest import QUESTIONS_PUBLIC, DatasetManifest, Source, read_manifest
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, atomic_write
 from searchtome.records import SPLITS
@@ -102,6 +102,7 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
     lines = [BEGIN, ""]
     lines += _intro(ds, ds.manifest.name or root.name)
     lines += _blind_note(blind) if blind else []
+    lines += _rehearsal_note(ds.manifest.blind.extra if ds.manifest.blind else {})
     lines += _usage(root, repo_id, blind)
     lines += _books_table(ds)
     lines += _attribution(ds)
@@ -377,6 +378,20 @@ def _blind_note(split: str) -> list[str]:
         f"{split} qrels, the generation units and the build records are in the private folder "
         "the organisers keep. Submit rankings for the "
         f"{split} questions to be scored; train and dev are complete.",
+        "",
+    ]
+
+
+def _rehearsal_note(extra: Mapping[str, Any]) -> list[str]:
+    """A blind release cut from a public one: its held-back gold is public elsewhere."""
+    source = extra.get(QUESTIONS_PUBLIC)
+    if not source:
+        return []
+    return [
+        f"> **A rehearsal, not a blind test.** These questions and their gold are public in "
+        f"{source}: matching question text there recovers the held-back gold. Use this release "
+        "to rehearse the scoring service; a real competition uses `build --blind` with fresh "
+        "questions, or a private question set.",
         "",
     ]
 

@@ -251,6 +251,11 @@ class NonRetrievalLeaf(Record):
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+# BlindInfo.extra key: where the held-back questions and their gold are public already (a blind
+# release cut from a public one, like ``import repro --blind``, is a rehearsal).
+QUESTIONS_PUBLIC = "questions_public"
+
+
 @dataclass(frozen=True)
 class BlindInfo(Record):
     """A blind release: which split's gold is held back. The public half records this object;

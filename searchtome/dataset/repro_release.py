@@ -177,6 +177,16 @@ class Release:
         return self.reader.path(f"splits/{self.book_id}/{split}.jsonl")
 
 
+def source_repository(root: Path, given: str | None = None) -> str:
+    """The release's repository: ``given``, else the GitHub URL its SOURCE.md names."""
+    if given is not None:
+        return given
+    path = root / "SOURCE.md"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    m = re.search(r"https://github\.com/[\w.-]+/[\w.-]+", text)
+    return m.group(0) if m else DEFAULT_REPOSITORY
+
+
 def read_release(root: Path, data: Path, book_id: str, repository: str | None = None) -> Release:
     """Verify, then read, every file of ``book_id``; the repository comes from SOURCE.md if unset."""
     reader = ReleaseReader(root, data)
@@ -190,10 +200,8 @@ def read_release(root: Path, data: Path, book_id: str, repository: str | None = 
     removals_rel = f"derived/{book_id}-generation-removals.json"
     removals = reader.json(removals_rel) if (data / removals_rel).is_file() else []
     fields = manifest_fields(reader.text("data/MANIFEST.md"))
-    source_md = reader.text("SOURCE.md") or ""
-    if repository is None:
-        m = re.search(r"https://github\.com/[\w.-]+/[\w.-]+", source_md)
-        repository = m.group(0) if m else DEFAULT_REPOSITORY
+    reader.text("SOURCE.md")  # read for its hash
+    repository = source_repository(root, repository)
     reader.text("DATA_LICENSE.md")  # read for its hash: the data licence is part of provenance
     return Release(
         reader=reader,

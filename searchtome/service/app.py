@@ -41,7 +41,11 @@ from searchtome.service import page, store
 from searchtome.service.board import Scopes, leaderboard, run_scores, runs_from_rows
 from searchtome.service.checks import predictions_name, submission_folder, system_name, validate
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
+from searchtome.service.guard import Clock, RevokedTeams, SmallBodies, TeamSlots, clocked
+from searchtome.service.health import health
 from searchtome.service.home import Home, open_home
+from searchtome.service.refusal import Refused, error
+from searchtome.service.shown import visible
 from searchtome.service.worker import limits_of
 
 log = logging.getLogger(__name__)
@@ -60,16 +64,6 @@ SECURITY_HEADERS = [
 BOARD_CSS = LEADERBOARD_CSS + (HERE / "static" / "app.css").read_text(encoding="utf-8")
 MAX_META_BYTES = 1 << 20
 CHUNK = 1 << 16
-
-
-class Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": " ".join(str(message).split())}, status_code=status)
 
 
 class SecurityHeaders:
@@ -124,7 +118,9 @@ class Service:
         self.scopes = Scopes.of(self.public, self.settings)
         self.limits = limits_of(home)
         self.rate = RateLimit(self.settings.requests_per_minute)
-        self.uploads = asyncio.Semaphore(4)  # uploads validated at once: bounds memory
+        self.uploads = asyncio.Semaphore(self.settings.upload_slots)  # bounds memory
+        self.team_slots = TeamSlots(self.settings.team_uploads)
+        self.revoked = RevokedTeams(self.engine)
         self.board_lock = asyncio.Lock()
         self.board: tuple[Any, dict[str, Any]] | None = None
         self.templates = Environment(
@@ -223,6 +219,19 @@ async def _read_upload(service: Service, request: Request, into: Path) -> tuple[
         await form.close()
 
 
+def _clocked_body(service: Service, team: store.Team, receive: Any) -> Any:
+    """The upload's ASGI receive, cut when too slow or when its team is revoked meanwhile."""
+    s = service.settings
+    clock = Clock(s.upload_timeout, s.upload_min_rate, s.upload_grace)
+
+    async def revoked() -> str | None:
+        if await service.revoked.contains(team.id):
+            return f"team {team.name!r} was revoked during the upload; nothing was accepted"
+        return None
+
+    return clocked(receive, clock, revoked)
+
+
 def _check_and_enqueue(
     service: Service, team: store.Team, path: Path, meta: bytes, name: str
 ) -> str:
@@ -245,6 +254,8 @@ def _check_and_enqueue(
         )
     except store.QuotaExceeded as exc:
         raise Refused(429, str(exc)) from None
+    except store.Revoked as exc:
+        raise Refused(403, str(exc)) from None
     except sa.exc.OperationalError as exc:
         if is_full(exc):
             raise Refused(
@@ -264,14 +275,18 @@ def _check_and_enqueue(
 async def post_submission(request: Request) -> Response:
     service: Service = request.app.state.service
     team = await run_in_threadpool(service.team_of, request)
-    async with service.uploads:
-        tmp = Path(tempfile.mkdtemp(prefix="body-", dir=service.scratch))
-        try:
-            path, meta, name = await _read_upload(service, request, tmp)
-            public_id = await run_in_threadpool(_check_and_enqueue, service, team, path, meta, name)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    log.info("accepted %s from team %s", public_id, team.name)
+    with service.team_slots.hold(team.id, team.name):
+        async with service.uploads:
+            tmp = Path(tempfile.mkdtemp(prefix="body-", dir=service.scratch))
+            try:
+                body = Request(request.scope, _clocked_body(service, team, request.receive))
+                path, meta, name = await _read_upload(service, body, tmp)
+                public_id = await run_in_threadpool(
+                    _check_and_enqueue, service, team, path, meta, name
+                )
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    log.info("upload %s accepted from team %s", public_id, team.name)
     return JSONResponse(
         {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"},
         status_code=202,
@@ -287,7 +302,7 @@ def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, A
     out: dict[str, Any] = {
         "id": row.public_id,
         "team": row.team,
-        "system": row.system,
+        "system": visible(row.system),
         "state": row.state,
         "final": bool(row.final),
         "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.created_at)),
@@ -307,14 +322,21 @@ async def get_submission(request: Request) -> Response:
     return JSONResponse(body)
 
 
+def _final_flag(raw: bytes) -> bool:
+    """``{"final": true}`` or ``{"final": false}``, nothing else (no default, no coercion)."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        body = None
+    if not isinstance(body, dict) or set(body) != {"final"} or not isinstance(body["final"], bool):
+        raise Refused(400, 'send the JSON object {"final": true} or {"final": false}')
+    return body["final"]
+
+
 async def post_final(request: Request) -> Response:
     service: Service = request.app.state.service
     team = await run_in_threadpool(service.team_of, request)
-    try:
-        body = json.loads((await request.body())[:1000] or b"{}")
-        final = bool(body.get("final", True))
-    except (ValueError, AttributeError):
-        raise Refused(400, 'send a JSON object like {"final": true}') from None
+    final = _final_flag(await request.body())
     public_id = request.path_params["public_id"]
     try:
         await run_in_threadpool(
@@ -373,10 +395,6 @@ async def list_submissions(request: Request) -> Response:
     return JSONResponse(await run_in_threadpool(_own_runs, service, team))
 
 
-async def health(request: Request) -> Response:
-    return JSONResponse({"ok": True})
-
-
 def _static(name: str, media: str) -> Any:
     async def serve(request: Request) -> Response:
         return FileResponse(HERE / "static" / name, media_type=media)
@@ -391,6 +409,10 @@ async def board_css(request: Request) -> Response:
 
 async def on_refused(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, Refused)
+    who = _client(request)
+    log.info(
+        "refused %s %s from %s (%d): %s", request.method, request.url.path, who, exc.status, exc
+    )
     return error(exc.status, str(exc))
 
 
@@ -462,6 +484,7 @@ def create_app(home: Home | None = None) -> Starlette:
         },
     )
     app.state.service = service
+    app.add_middleware(SmallBodies)
     app.add_middleware(RateLimited, service=service)
     app.add_middleware(SecurityHeaders)
     return app

@@ -26,6 +26,7 @@ from searchtome.leaderboard.scoring import QueryTable, Scoreboard, SystemScores
 from searchtome.leaderboard.significance import CompareOptions, compare
 from searchtome.service.checks import STORED_MEASURES, unpack_scores
 from searchtome.service.home import ServerSettings, private_queries
+from searchtome.service.shown import visible
 from searchtome.submissions.meta import RunMeta, parse_run_meta
 
 
@@ -65,7 +66,8 @@ def runs_from_rows(rows: Sequence[Any]) -> list[Run]:
     for r in rows:
         values = unpack_scores(r.scores)
         shown = shown_meta(parse_run_meta(json.loads(r.meta)))
-        out.append(Run(r.public_id, r.team, r.system, r.created_at, bool(r.final), values, shown))
+        system = visible(r.system)
+        out.append(Run(r.public_id, r.team, system, r.created_at, bool(r.final), values, shown))
     return out
 
 
@@ -77,7 +79,13 @@ def shown_meta(meta: RunMeta) -> dict[str, Any]:
         "url": meta.url,
         "trained_on": meta.trained_on,
     }
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in shown.items() if v is not None}
+    return {k: _visible(v) for k, v in shown.items() if v is not None}
+
+
+def _visible(value: Any) -> Any:
+    if isinstance(value, str):
+        return visible(value)
+    return [_visible(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def _scoreboard(runs: Sequence[Run], scopes: Scopes, mask: np.ndarray) -> Scoreboard:
@@ -193,6 +201,15 @@ def final_runs(runs: Sequence[Run], scopes: Scopes) -> list[Run]:
     return chosen
 
 
+def best_per_team(runs: Sequence[Run], scopes: Scopes) -> list[Run]:
+    """Each team's best run on the public part (``server init --one-row-per-team``)."""
+    by_team: dict[str, list[Run]] = {}
+    for r in runs:
+        by_team.setdefault(r.team, []).append(r)
+    public = ~scopes.private
+    return [_ranked(_scoreboard(rs, scopes, public), rs)[0] for rs in by_team.values()]
+
+
 def leaderboard(
     runs: Sequence[Run], scopes: Scopes, settings: ServerSettings, revealed: bool
 ) -> dict[str, Any]:
@@ -206,7 +223,13 @@ def leaderboard(
         f"permutations, Holm-corrected; 95% paired-bootstrap CI ({settings.bootstrap} resamples)",
         "private_fraction": settings.private_fraction,
         "revealed": revealed,
-        "public": scope_board(runs, scopes, ~scopes.private, settings),
+        "one_row_per_team": settings.one_row_per_team,
+        "public": scope_board(
+            best_per_team(runs, scopes) if settings.one_row_per_team else runs,
+            scopes,
+            ~scopes.private,
+            settings,
+        ),
     }
     if revealed and scopes.private.any():
         out["private"] = scope_board(final_runs(runs, scopes), scopes, scopes.private, settings)

@@ -77,13 +77,30 @@ quota = sa.Table(
     sa.Column("count", sa.Integer, nullable=False),
 )
 
+# A scoring worker's heartbeat (``/api/health`` counts the live ones); created by _v2.
+workers = sa.Table(
+    "workers",
+    metadata,
+    sa.Column("name", sa.String(128), primary_key=True),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("seen_at", sa.Float, nullable=False),
+)
+
 
 def _v1(conn: Connection) -> None:
     metadata.create_all(conn, tables=[flags, teams, submissions, quota])
 
 
+def _v2_workers(conn: Connection) -> None:
+    # Frozen DDL, not the table object above: this step must create the same table forever.
+    conn.exec_driver_sql(
+        "CREATE TABLE workers (name VARCHAR(128) NOT NULL PRIMARY KEY, "
+        "started_at FLOAT NOT NULL, seen_at FLOAT NOT NULL)"
+    )
+
+
 # Each entry brings the schema from version i to i + 1; append, never edit a released one.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1,)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1, _v2_workers)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -40,6 +40,13 @@ class ServerSettings:
     private_fraction: float = 0.0  # share of the test queries scored in secret until reveal
     max_final: int = 2  # runs a team may mark as final
     upload_max_bytes: int = 64 << 20  # the whole request body, enforced while it streams
+    upload_timeout: float = 300.0  # seconds an upload's body may take in all
+    upload_min_rate: int = 8 << 10  # bytes/s an upload's body must average after the grace
+    upload_grace: float = 10.0  # seconds before the minimum rate applies
+    upload_slots: int = 4  # uploads read and checked at once, per web process
+    team_uploads: int = 2  # uploads of one team in flight at once, per web process
+    health_max_queue_age: float = 900.0  # /api/health is 503 once an upload waits longer
+    one_row_per_team: bool = False  # the public board shows each team's best run only
     max_decompressed_bytes: int = 256 << 20
     lease_seconds: float = 120.0  # a claimed job is retried when its worker stops heartbeating
     busy_timeout_ms: int = 5000
@@ -107,6 +114,7 @@ def init_home(
     root: PathLike, public: PathLike, private: PathLike, db: str | None = None, **options: Any
 ) -> Home:
     """Create SRV: copy both halves, draw the split secret, write server.json, migrate the DB."""
+    from searchtome.dataset.blind import owner_only
     from searchtome.service.db import make_engine, migrate, sqlite_url
 
     home = Path(root)
@@ -114,6 +122,7 @@ def init_home(
         raise SearchTomeError(f"{home}: already a server home; use another --home")
     pub, priv = Path(public), Path(private)
     split = _check_halves(pub, priv)
+    _check_slots(options)
     fraction = float(options.get("private_fraction") or 0.0)
     if not 0.0 <= fraction < 1.0:
         raise SearchTomeError(f"--private-fraction {fraction}: must be at least 0 and below 1")
@@ -122,6 +131,7 @@ def init_home(
     for src, name in ((pub, "public"), (priv, "private")):
         shutil.rmtree(home / name, ignore_errors=True)
         shutil.copytree(src, home / name)
+    owner_only(home / "private")  # whatever modes the copied folder had
     settings = ServerSettings(
         db=db or sqlite_url((home / "server.db").resolve()),
         split=split,
@@ -133,6 +143,22 @@ def init_home(
     write_json(home / SETTINGS_FILE, {"format": FORMAT, **asdict(settings)})
     (home / SETTINGS_FILE).chmod(0o600)
     return Home(home, settings)
+
+
+def _check_slots(options: dict[str, Any]) -> None:
+    """Per-team upload slots must stay below the process's, so one team cannot take them all."""
+    d = ServerSettings()
+    slots = options.get("upload_slots") or d.upload_slots
+    team = options.get("team_uploads") or d.team_uploads
+    if not 1 <= team < slots:
+        raise SearchTomeError(
+            f"--team-uploads {team}: must be at least 1 and below --upload-slots ({slots}), so "
+            "that one team cannot hold every upload slot"
+        )
+    for name in ("upload_timeout", "upload_min_rate", "health_max_queue_age"):
+        value = options.get(name)
+        if value is not None and value <= 0:
+            raise SearchTomeError(f"--{name.replace('_', '-')} {value}: must be above 0")
 
 
 def private_queries(query_ids: list[str], secret: str, fraction: float) -> set[str]:

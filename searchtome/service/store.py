@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
 import secrets
 import time
@@ -26,6 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.service.db import flags, quota, submissions, teams, write
 
+log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 2  # a job whose worker died is retried once
 TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 REVEALED = "revealed"
@@ -52,13 +54,28 @@ def add_team(engine: Engine, name: str) -> str:
         )
     secret = secrets.token_urlsafe(32)
     with write(engine) as conn:
-        if conn.execute(sa.select(teams.c.id).where(teams.c.name == name)).first():
-            raise SearchTomeError(f"team {name!r} exists; revoke it or choose another name")
+        _name_free(conn, name)
         result = conn.execute(
             teams.insert().values(name=name, token_hash=hash_token(secret), created_at=time.time())
         )
         team_id = result.inserted_primary_key[0]
     return f"st_{team_id}_{secret}"
+
+
+def _name_free(conn: Connection, name: str) -> None:
+    row = conn.execute(sa.select(teams.c.revoked_at).where(teams.c.name == name)).first()
+    if row is None:
+        return
+    if row.revoked_at is not None:
+        # A revoked name never gets a token again: its runs stay attributed to the old team.
+        raise SearchTomeError(
+            f"team {name!r} was revoked and its name is not reused; add the team under a new "
+            f"name (e.g. {name}-2)"
+        )
+    raise SearchTomeError(
+        f"team {name!r} exists with a working token; to replace a lost token, revoke it "
+        f"(`server revoke {name}`) and add the team under a new name"
+    )
 
 
 def revoke_team(engine: Engine, name: str) -> None:
@@ -122,6 +139,17 @@ class QuotaExceeded(SearchTomeError):
     pass
 
 
+class Revoked(SearchTomeError):
+    pass
+
+
+def _require_active(conn: Connection, team: Team) -> None:
+    """In the upload's own transaction: a team revoked while it uploaded is not accepted."""
+    revoked = conn.execute(sa.select(teams.c.revoked_at).where(teams.c.id == team.id)).scalar()
+    if revoked is not None:
+        raise Revoked(f"team {team.name!r} was revoked during the upload; nothing was accepted")
+
+
 def _ensure_quota_row(conn: Connection, team_id: int, day: str) -> None:
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
@@ -150,6 +178,7 @@ def enqueue(
     day = utc_day(now)
     public_id = secrets.token_hex(8)
     with write(engine) as conn:
+        _require_active(conn, team)
         _ensure_quota_row(conn, team.id, day)
         taken = conn.execute(
             quota.update()
@@ -194,26 +223,56 @@ class Job:
     predictions: bytes
 
 
-def requeue_expired(conn: Connection, now: float) -> None:
+def requeue_expired(conn: Connection, now: float) -> list[str]:
+    """Put expired jobs back in the queue; returns the ids of those failed for good."""
     expired = (submissions.c.state == "scoring") & (submissions.c.lease_until < now)
-    conn.execute(
-        submissions.update()
-        .where(expired, submissions.c.attempts >= MAX_ATTEMPTS)
-        .values(
-            state="failed",
-            error=f"scoring stopped {MAX_ATTEMPTS} times without finishing; "
-            "the organisers have been told (see the worker log)",
-            lease_until=None,
-        )
-    )
+    failed = fail_abandoned(conn, expired)
     conn.execute(submissions.update().where(expired).values(state="queued", lease_until=None))
+    return failed
+
+
+def fail_abandoned(conn: Connection, expired: Any) -> list[str]:
+    """Mark ``failed`` the expired jobs whose worker died :data:`MAX_ATTEMPTS` times, and give
+    each one's quota slot back (the team did nothing wrong)."""
+    rows = conn.execute(
+        sa.select(
+            submissions.c.id, submissions.c.public_id, submissions.c.team_id, submissions.c.day
+        ).where(expired, submissions.c.attempts >= MAX_ATTEMPTS)
+    ).all()
+    failed = []
+    for r in rows:
+        done = conn.execute(
+            submissions.update()
+            .where(submissions.c.id == r.id, expired)
+            .values(
+                state="failed",
+                error=f"scoring stopped {MAX_ATTEMPTS} times without finishing; the organisers "
+                "have been told (server log) and the upload was not counted against the quota",
+                lease_until=None,
+            )
+        )
+        if done.rowcount == 1:  # not already failed by another worker's sweep
+            conn.execute(
+                quota.update()
+                .where(quota.c.team_id == r.team_id, quota.c.day == r.day, quota.c.count > 0)
+                .values(count=quota.c.count - 1)
+            )
+            failed.append(r.public_id)
+    return failed
 
 
 def claim(engine: Engine, worker: str, lease_seconds: float) -> Job | None:
     """Take the oldest queued job, or ``None``; expired leases are put back first."""
     now = time.time()
     with write(engine) as conn:
-        requeue_expired(conn, now)
+        failed = requeue_expired(conn, now)
+    for public_id in failed:
+        log.error(
+            "submission %s failed: its worker died %d times while scoring it; "
+            "the quota slot was returned",
+            public_id,
+            MAX_ATTEMPTS,
+        )
     with write(engine) as conn:
         ids = conn.execute(
             sa.select(submissions.c.id)

@@ -7,6 +7,7 @@ claimed again by another worker once the lease runs out (see :mod:`searchtome.se
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -17,9 +18,9 @@ import uuid
 
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import Dataset, load
-from searchtome.service import store
+from searchtome.service import health, store
 from searchtome.service.checks import pack_scores, submission_folder, validate
-from searchtome.service.db import check_version, make_engine
+from searchtome.service.db import check_version, make_engine, one_line
 from searchtome.service.home import Home
 from searchtome.submissions import Limits
 
@@ -76,7 +77,22 @@ class Worker:
             log.warning(
                 "%s: %s was claimed by another worker; result dropped", self.name, job.public_id
             )
+        elif error:
+            log.info("%s: %s rejected: %s", self.name, job.public_id, error)
+        else:
+            log.info("%s: %s scored", self.name, job.public_id)
         return True
+
+    def _beat(self, stop: threading.Event) -> None:
+        """The worker's heartbeat row (``/api/health`` counts live workers by it)."""
+        started = time.time()
+        while True:
+            try:
+                health.beat(self.engine, self.name, started)
+            except Exception as exc:  # a busy database must not end the worker
+                log.warning("%s: heartbeat not written (%s)", self.name, one_line(exc))
+            if stop.wait(health.BEAT_SECONDS):
+                return
 
     def serve(self, poll: float = 0.5, once: bool = False, parent: int = 0) -> None:
         """Score until stopped (or, with ``once``, until the queue is empty).
@@ -84,6 +100,16 @@ class Worker:
         ``parent``: the pid of the ``server run`` that forked this worker; when it is gone
         (killed with -9, say) the worker stops instead of scoring on alone.
         """
+        stop = threading.Event()
+        threading.Thread(target=self._beat, args=(stop,), daemon=True).start()
+        try:
+            self._loop(poll, once, parent)
+        finally:
+            stop.set()
+            with contextlib.suppress(Exception):
+                health.gone(self.engine, self.name)
+
+    def _loop(self, poll: float, once: bool, parent: int) -> None:
         while True:
             if parent and os.getppid() != parent:
                 log.warning("%s: `server run` (pid %d) is gone; stopping", self.name, parent)
@@ -105,6 +131,9 @@ def run_forked(root: str, parent: int) -> None:
     import signal
 
     from searchtome.service.home import open_home
+    from searchtome.service.supervise import service_logging
+
+    service_logging()  # a restarted worker is spawned: it does not inherit the parent's set-up
 
     # SIGTERM (server run's shutdown) and Ctrl-C end the worker quietly; a job it held is
     # claimed again once its lease runs out.

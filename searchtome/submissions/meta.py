@@ -30,7 +30,7 @@ from searchtome.submissions.runinfo import (
     decode,
     encode,
 )
-from searchtome.submissions.schema import META_FIELDS, META_FILE, META_REQUIRED
+from searchtome.submissions.schema import META_FIELDS, META_FILE, META_REQUIRED, TEXT_LIMITS
 from searchtome.submissions.strictjson import key_lines, loads_strict, type_name, unusable
 from searchtome.version import __version__
 
@@ -85,6 +85,10 @@ def check_meta(meta: Any, shown: str, key_lines: Mapping[str, int] | None = None
     system = meta.get("system")
     if isinstance(system, str) and ("/" in system or "\\" in system or system.strip() != system):
         err("system", f"{quote(system)} must not contain slashes or surrounding spaces")
+    for key, cap in TEXT_LIMITS.items():
+        value = meta.get(key)
+        if isinstance(value, str) and len(value) > cap:
+            err(key, f"{len(value):,} characters; at most {cap:,}", "too-long")
     return problems
 
 

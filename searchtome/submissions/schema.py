@@ -51,5 +51,8 @@ META_OPTIONAL: dict[str, tuple[str, str]] = {
     ),
 }
 META_FIELDS = {**META_REQUIRED, **META_OPTIONAL}
+# Characters allowed in the text every leaderboard shows: one limit for the validator, the
+# static board and the service (whatever its database), so a name fits any table and page.
+TEXT_LIMITS: dict[str, int] = {"system": 100, "description": 1000}
 
 RunFormat = Literal["auto", "jsonl", "trec"]

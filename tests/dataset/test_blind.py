@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -79,7 +80,12 @@ def test_import_repro_blind_leaves_no_gold_and_private_qrels_score(
 ) -> None:
     full, public, private = tmp_path / "full", tmp_path / "blind", tmp_path / "blind-private"
     assert main(["import", "repro", str(PEER), "--out", str(full)]) == 0
+    capsys.readouterr()
     assert main(["import", "repro", str(PEER), "--out", str(public), "--blind", "test"]) == 0
+    said = capsys.readouterr().out
+    assert "rehearsal only: these test questions and their gold are public in https://" in said
+    assert "A rehearsal, not a blind test." in (public / "README.md").read_text()
+    assert_owner_only(private)
     check_no_gold(full, public, "test")
     assert load(public).queries("test")[0].leaf_id == ""  # the loader knows the gold is absent
     assert (private / "id_map.json").is_file() and not (public / "id_map.json").exists()
@@ -105,9 +111,19 @@ def test_import_repro_blind_leaves_no_gold_and_private_qrels_score(
     )
 
 
+def assert_owner_only(private: Path) -> None:
+    """The private half: folders 0700, files 0600 (the gold is the organiser's alone)."""
+    modes: dict[bool, set[int]] = {}
+    for p in [private, *private.rglob("*")]:
+        modes.setdefault(p.is_dir(), set()).add(stat.S_IMODE(p.stat().st_mode))
+    assert modes == {True: {0o700}, False: {0o600}}
+
+
 def test_blind_release_of_a_built_dataset(tiny_dataset: Path, tmp_path: Path) -> None:
     public, private = tmp_path / "pub", tmp_path / "priv"
     make_blind(tiny_dataset, public, private, "test")
+    assert_owner_only(private)
+    assert "A rehearsal" not in (public / "README.md").read_text()  # its questions are fresh
     check_no_gold(tiny_dataset, public, "test")
     # Rewriting a release into its private folder reuses its secret key: byte-identical.
     make_blind(tiny_dataset, tmp_path / "pub2", private, "test")

@@ -1,0 +1,282 @@
+"""One team cannot stop everyone: slow bodies, team slots, revocation mid-upload, body caps.
+
+Over real HTTP against ``server run``: slow clients are raw sockets that send the headers and
+part of a body, then stall; an honest team's upload must still be accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from searchtome.submissions.schema import TEXT_LIMITS
+from tests.service.helpers import (
+    Server,
+    add_team,
+    blind_release,
+    cli,
+    free_port,
+    get,
+    init_home,
+    meta_json,
+    multipart,
+    post,
+    submission,
+    upload,
+    wait_scored,
+    wait_until,
+)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("availability")
+    public, private = blind_release(root)
+    folder = submission(root / "run", private, "run")
+    files = ((folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes())
+    return root, public, private, files
+
+
+def new_home(release, name: str, *extra: str, **settings: object) -> Path:
+    root, public, private, _ = release
+    home = root / name
+    init_home(home, public, private, "--daily-limit", "100", *extra)
+    if settings:
+        path = home / "server.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **settings}))
+    return home
+
+
+class SlowUpload:
+    """An upload that sends its headers and the first bytes of its body, then stalls."""
+
+    def __init__(self, url: str, token: str, files: tuple[bytes, bytes]) -> None:
+        body, ctype = multipart({"meta": ("meta.json", files[1]), "predictions": ("p", files[0])})
+        port = int(url.rsplit(":", 1)[1])
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        head = (
+            f"POST /api/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}"
+            f"\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        self.sock.sendall(head.encode() + body[:100])
+
+    def answer(self, timeout: float) -> tuple[int, dict]:
+        """The status and JSON body the server answered with (waits up to ``timeout``)."""
+        self.sock.settimeout(timeout)
+        raw = b""
+        while b"\r\n\r\n" not in raw or not raw.rstrip().endswith(b"}"):
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                break
+            raw += chunk
+        head, _, body = raw.partition(b"\r\n\r\n")
+        return int(head.split()[1]), json.loads(body)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def one_line(status: int, raw: bytes, expected: int) -> str:
+    assert status == expected, (status, raw[:300])
+    assert raw.count(b"\n") == 0
+    body = json.loads(raw)
+    assert list(body) == ["error"] and body["error"]
+    return body["error"]
+
+
+def test_slow_uploads_of_one_team_do_not_block_another_and_revoking_frees_them(release) -> None:
+    # Slow bodies are not cut by the clock here (a long grace): only the team slots and the
+    # revocation free the server.
+    home = new_home(
+        release, "slots", "--upload-slots", "4", "--team-uploads", "2", upload_grace=600
+    )
+    slow_a, slow_b, honest = add_team(home, "slow-a"), add_team(home, "slow-b"), add_team(home, "c")
+    files = release[3]
+    with Server(home, workers=0) as server:
+        a = [SlowUpload(server.url, slow_a, files) for _ in range(4)]
+        # two of the four are in flight; the other two are refused at once, in one JSON line
+        refused = [s for s in a if _answered(s)]
+        assert len(refused) == 2
+        for s in refused:
+            status, body = s.answer(5)
+            assert status == 429 and "already has 2 uploads in flight" in body["error"]
+        started = time.monotonic()
+        assert upload(server.url, honest, *files)[0] == 202  # one free slot pair is left
+        assert time.monotonic() - started < 20
+        b = [SlowUpload(server.url, slow_b, files) for _ in range(2)]  # now every slot is held
+        assert not any(_answered(s) for s in b)
+        done: list[int] = []
+        waiting = threading.Thread(
+            target=lambda: done.append(upload(server.url, honest, *files)[0])
+        )
+        waiting.start()
+        time.sleep(2)
+        assert not done  # waits for a slot
+        assert cli("server", "revoke", "--home", str(home), "slow-a").returncode == 0
+        waiting.join(30)
+        assert done == [202]
+        cut = [s.answer(10) for s in a if s not in refused]
+        assert [status for status, _ in cut] == [403, 403]
+        assert all("revoked during the upload" in body["error"] for _, body in cut)
+        for s in a + b:
+            s.close()
+
+
+def _answered(s: SlowUpload) -> bool:
+    s.sock.settimeout(2)
+    try:
+        return bool(s.sock.recv(1, socket.MSG_PEEK))
+    except TimeoutError:
+        return False
+
+
+def test_a_stalled_upload_is_cut_by_the_minimum_rate(release) -> None:
+    home = new_home(release, "stall", "--upload-min-rate", "1", upload_grace=1.0)
+    token = add_team(home, "t")
+    with Server(home, workers=0) as server:
+        slow = SlowUpload(server.url, token, release[3])
+        status, body = slow.answer(15)
+        slow.close()
+        assert status == 408
+        assert "below the minimum of 1 KiB/s" in body["error"] and "send it again" in body["error"]
+        home_settings = json.loads((home / "server.json").read_text())
+        assert home_settings["upload_min_rate"] == 1024  # recorded at init
+        assert upload(server.url, token, *release[3])[0] == 202  # the server still serves
+
+
+def test_every_body_is_capped_and_final_takes_only_a_boolean(release) -> None:
+    home = new_home(release, "caps")
+    token = add_team(home, "t")
+    auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    with Server(home, workers=1) as server:
+        public_id = json.loads(upload(server.url, token, *release[3])[1])["id"]
+        assert wait_scored(server.url, token, public_id)["state"] == "scored"
+        final = f"{server.url}/api/submissions/{public_id}/final"
+        # a declared 512 MiB body is refused before a byte of it is read
+        port = server.port
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(
+                f"POST /api/submissions/{public_id}/final HTTP/1.1\r\nHost: x\r\n"
+                f"Authorization: Bearer {token}\r\nContent-Length: {512 << 20}\r\n\r\n".encode()
+            )
+            head = sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 413") and b"65,536-byte limit" in head
+        # one without a length is cut while it streams
+        status, raw, _ = post(final, b"x" * (1 << 20), auth)
+        assert "exceeds the 65,536-byte limit" in one_line(status, raw, 413)
+        for body in (b"", b'"no"', b"no", b'{"final": "no"}', b'{"final": 1}', b"[true]"):
+            status, raw, _ = post(final, body, auth)
+            assert "{" in one_line(status, raw, 400), body
+        status, raw, _ = post(final, b'{"final": true}', auth)
+        assert (status, json.loads(raw)) == (200, {"id": public_id, "final": True})
+        assert get(server.url + "/api/health")[0] == 200
+
+
+def test_names_and_descriptions_have_one_limit_and_invisible_characters_are_escaped(
+    release,
+) -> None:
+    home = new_home(release, "names")
+    token = add_team(home, "t")
+    preds = release[3][0]
+    with Server(home, workers=1) as server:
+        for field, cap in TEXT_LIMITS.items():
+            meta = {**meta_json("sys"), field: "x" * (cap + 1)}
+            status, raw, _ = upload(server.url, token, preds, json.dumps(meta).encode())
+            message = one_line(status, raw, 422)
+            assert f"{field}: {cap + 1:,} characters; at most {cap:,}" in message
+        meta = {**meta_json("evil\u202egnp.exe"), "description": "bell\x07 and \u2066isolate"}
+        status, raw, _ = upload(server.url, token, preds, json.dumps(meta).encode())
+        assert status == 202
+        assert wait_scored(server.url, token, json.loads(raw)["id"])["state"] == "scored"
+        row = get(server.url + "/api/leaderboard")[1]["public"]["rows"][0]
+        assert row["system"] == "evil\\u202egnp.exe"
+        assert row["meta"]["description"] == "bell\\u0007 and \\u2066isolate"
+        page = get(server.url + "/")[1]
+        assert "evil\\u202egnp.exe" in page and "\u202e" not in page and "\x07" not in page
+        assert "bell\\u0007 and \\u2066isolate" in page  # the description is on the page
+
+
+def test_one_row_per_team(release) -> None:
+    root, _, private, _ = release
+    home = new_home(release, "onerow", "--one-row-per-team")
+    token = add_team(home, "t")
+    with Server(home, workers=1) as server:
+        for name, right in (("half", 0.5), ("all", 1.0), ("none", 0.0)):
+            folder = submission(root / f"one-{name}", private, name, right=right)
+            files = (
+                (folder / "predictions.jsonl").read_bytes(),
+                (folder / "meta.json").read_bytes(),
+            )
+            public_id = json.loads(upload(server.url, token, *files)[1])["id"]
+            assert wait_scored(server.url, token, public_id)["state"] == "scored"
+        board = get(server.url + "/api/leaderboard")[1]
+    assert board["one_row_per_team"] is True
+    assert [r["system"] for r in board["public"]["rows"]] == ["all"]
+
+
+def test_a_revoked_name_gets_no_new_token_and_is_told_what_to_do(release) -> None:
+    home = new_home(release, "names-reuse")
+    add_team(home, "gone")
+    assert cli("server", "revoke", "--home", str(home), "gone").returncode == 0
+    done = cli("server", "add-team", "--home", str(home), "gone")
+    assert done.returncode != 0 and not done.stdout
+    assert "was revoked and its name is not reused" in done.stderr and "gone-2" in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_a_busy_port_is_one_line(release) -> None:
+    home = new_home(release, "busy")
+    port = free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        done = cli("server", "run", "--home", str(home), "--port", str(port), "--workers", "0")
+    assert done.returncode != 0
+    assert done.stderr.startswith("searchtome: error: --host 127.0.0.1 --port")
+    assert "choose another --port" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_the_server_logs_uploads_refusals_and_scores(release) -> None:
+    home = new_home(release, "log")
+    token = add_team(home, "t")
+    with Server(home, workers=1) as server:
+        public_id = json.loads(upload(server.url, token, *release[3])[1])["id"]
+        wait_scored(server.url, token, public_id)
+        assert upload(server.url, "st_1_" + "x" * 40, *release[3])[0] == 401
+        wait_until(lambda: "refused POST" in server.output(), 10, server.output)
+        out = server.output()
+    assert f"upload {public_id} accepted from team t" in out
+    assert f"{public_id} scored" in out
+    assert "refused POST /api/submissions from 127.0.0.1 (401)" in out
+
+
+def test_the_same_name_limit_and_health_on_postgresql(release) -> None:
+    from tests.service.helpers import postgres
+
+    root, public, private, files = release
+    try:
+        manager = postgres()
+        url = manager.__enter__()
+    except RuntimeError as exc:
+        pytest.skip(f"PostgreSQL could not start: {exc}")
+    try:
+        home = root / "pg"
+        init_home(home, public, private, "--db", url)
+        token = add_team(home, "t")
+        cap = TEXT_LIMITS["system"]
+        with Server(home, workers=1) as server:
+            too_long = json.dumps({**meta_json("s"), "system": "x" * (cap + 1)}).encode()
+            status, raw, _ = upload(server.url, token, files[0], too_long)
+            assert f"{cap + 1:,} characters; at most {cap:,}" in one_line(status, raw, 422)
+            longest = json.dumps(meta_json("y" * cap)).encode()
+            status, raw, _ = upload(server.url, token, files[0], longest)
+            assert status == 202
+            assert wait_scored(server.url, token, json.loads(raw)["id"])["state"] == "scored"
+            wait_until(lambda: get(server.url + "/api/health")[1]["workers"]["live"] == 1, 30)
+    finally:
+        manager.__exit__(None, None, None)
