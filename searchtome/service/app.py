@@ -36,11 +36,13 @@ from starlette.routing import Route
 
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
-from searchtome.service import store
-from searchtome.service.board import Scopes, leaderboard, run_scores, runs_from_rows
+from searchtome.service import admission, standings, store
+from searchtome.service.board import Scopes, runs_from_rows
 from searchtome.service.checks import predictions_name, submission_folder, system_name, validate
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
 from searchtome.service.home import Home, open_home
+from searchtome.service.phases import calendar, iso
+from searchtome.service.public import ScoreMode
 from searchtome.service.worker import limits_of
 
 log = logging.getLogger(__name__)
@@ -61,13 +63,14 @@ CHUNK = 1 << 16
 
 
 class Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.status = status
+        self.extra = extra  # e.g. the team's remaining quota
 
 
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": " ".join(str(message).split())}, status_code=status)
+def error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": " ".join(str(message).split()), **extra}, status_code=status)
 
 
 class SecurityHeaders:
@@ -121,6 +124,7 @@ class Service:
         self.public = load(home.public)
         self.scopes = Scopes.of(self.public, self.settings)
         self.limits = limits_of(home)
+        self.policy = admission.Policy(self.settings.daily_limit, self.settings.count_refused)
         self.rate = RateLimit(self.settings.requests_per_minute)
         self.uploads = asyncio.Semaphore(4)  # uploads validated at once: bounds memory
         self.board_lock = asyncio.Lock()
@@ -144,14 +148,17 @@ class Service:
         return team
 
     def _compute_board(self) -> tuple[Any, dict[str, Any]]:
+        if self.settings.public_scores == ScoreMode.LADDER:
+            standings.settle(self.engine, self.scopes, self.settings.ladder_margin)
         with self.engine.connect() as conn:
-            key = store.board_key(conn)
+            key = (store.board_key(conn), standings.state_key(conn, time.time()))
             if self.board is not None and self.board[0] == key:
                 return self.board
             rows = store.scored_rows(conn)
             revealed = store.get_flag(conn, store.REVEALED) == "yes"
+            ctx = standings.read_context(conn)
         runs = runs_from_rows(rows)
-        return key, leaderboard(runs, self.scopes, self.settings, revealed)
+        return key, standings.competition_board(runs, ctx, self.scopes, self.settings, revealed)
 
     async def current_board(self) -> dict[str, Any]:
         async with self.board_lock:
@@ -214,17 +221,33 @@ async def _read_upload(service: Service, request: Request, into: Path) -> tuple[
         await form.close()
 
 
+def _left(admit: admission.Admission) -> dict[str, Any] | None:
+    return None if admit.left is None else admit.left.to_dict()
+
+
+def _precheck(service: Service, team: store.Team) -> None:
+    """Refuse before reading the body: no phase open, or no quota left."""
+    try:
+        admission.check_now(service.engine, team, service.policy)
+    except admission.Closed as exc:
+        raise Refused(403, str(exc), remaining=exc.left.to_dict()) from None  # type: ignore[attr-defined]
+    except store.QuotaExceeded as exc:
+        raise Refused(429, str(exc), remaining=exc.left.to_dict()) from None  # type: ignore[attr-defined]
+
+
 def _check_and_enqueue(
     service: Service, team: store.Team, path: Path, meta: bytes, name: str
-) -> str:
+) -> tuple[str, admission.Admission]:
     split = service.settings.split
     with submission_folder(meta, name, path, service.scratch) as folder:
         report, problem = validate(folder, service.public, split, service.limits)
         if problem:
-            raise Refused(422, problem)
+            left = admission.count_refusal(service.engine, team, service.policy)
+            raise Refused(422, problem, remaining=left.to_dict())
         data = (folder / name).read_bytes()
+    admit = admission.Admission(team, service.policy)
     try:
-        return store.enqueue(
+        public_id = store.enqueue(
             service.engine,
             team,
             system=system_name(meta),
@@ -233,9 +256,14 @@ def _check_and_enqueue(
             predictions=data,
             counts=report.counts.to_dict(),
             daily_limit=service.settings.daily_limit,
+            admission=admit,
         )
+        assert admit.left is not None
+        return public_id, admit
+    except admission.Closed as exc:
+        raise Refused(403, str(exc)) from None
     except store.QuotaExceeded as exc:
-        raise Refused(429, str(exc)) from None
+        raise Refused(429, str(exc), remaining=_left(admit)) from None
     except sa.exc.OperationalError as exc:
         if is_full(exc):
             raise Refused(
@@ -255,24 +283,31 @@ def _check_and_enqueue(
 async def post_submission(request: Request) -> Response:
     service: Service = request.app.state.service
     team = await run_in_threadpool(service.team_of, request)
+    await run_in_threadpool(_precheck, service, team)
     async with service.uploads:
         tmp = Path(tempfile.mkdtemp(prefix="body-", dir=service.scratch))
         try:
             path, meta, name = await _read_upload(service, request, tmp)
-            public_id = await run_in_threadpool(_check_and_enqueue, service, team, path, meta, name)
+            public_id, admit = await run_in_threadpool(
+                _check_and_enqueue, service, team, path, meta, name
+            )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     log.info("accepted %s from team %s", public_id, team.name)
-    return JSONResponse(
-        {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"},
-        status_code=202,
-    )
+    body = {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"}
+    body.update(phase=admit.phase, after_deadline=admit.late, remaining=_left(admit))
+    return JSONResponse(body, status_code=202)
 
 
 def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, Any]:
+    if service.settings.public_scores == ScoreMode.LADDER:
+        standings.settle(service.engine, service.scopes, service.settings.ladder_margin)
     with service.engine.connect() as conn:
         row = store.submission_row(conn, public_id)
         revealed = store.get_flag(conn, store.REVEALED) == "yes"
+        ctx = standings.read_context(conn)
+        shown_id = ctx.entry(public_id).shown
+        shown = store.submission_row(conn, shown_id) if shown_id else None
     if row is None or row.team_id != team.id:
         raise Refused(404, f"no submission {public_id!r} of team {team.name!r}")
     out: dict[str, Any] = {
@@ -287,7 +322,10 @@ def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, A
         out["error"] = row.error
     if row.state == "scored":
         run = runs_from_rows([row])[0]
-        out["scores"] = run_scores(run, service.scopes, revealed)
+        best = runs_from_rows([shown])[0] if shown is not None else None
+        out.update(standings.run_view(run, best, ctx, service.scopes, service.settings, revealed))
+    out["phase"] = ctx.entry(public_id).phase
+    out["remaining"] = admission.team_remaining(service.engine, team, service.policy).to_dict()
     return out
 
 
@@ -307,6 +345,12 @@ async def post_final(request: Request) -> Response:
     except (ValueError, AttributeError):
         raise Refused(400, 'send a JSON object like {"final": true}') from None
     public_id = request.path_params["public_id"]
+    frozen = await run_in_threadpool(_frozen, service)
+    if frozen is not None:
+        raise Refused(
+            403,
+            f"final runs were frozen at {frozen} (UTC), the deadline; they can no longer change",
+        )
     try:
         await run_in_threadpool(
             store.mark_final, service.engine, team, public_id, final, service.settings.max_final
@@ -318,6 +362,12 @@ async def post_final(request: Request) -> Response:
     except SearchTomeError as exc:
         raise Refused(409, str(exc)) from None
     return JSONResponse({"id": public_id, "final": final})
+
+
+def _frozen(service: Service) -> str | None:
+    with service.engine.connect() as conn:
+        frozen = standings.frozen_at(conn, calendar(conn))
+    return None if frozen is None or time.time() < frozen else iso(frozen)
 
 
 async def get_leaderboard(request: Request) -> Response:
@@ -348,7 +398,7 @@ def _static(name: str, media: str) -> Any:
 
 async def on_refused(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, Refused)
-    return error(exc.status, str(exc))
+    return error(exc.status, str(exc), **exc.extra)
 
 
 async def on_http(request: Request, exc: Exception) -> Response:

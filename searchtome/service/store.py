@@ -140,28 +140,24 @@ def enqueue(
     predictions: bytes,
     counts: dict[str, Any],
     daily_limit: int,
+    admission: Any = None,
 ) -> str:
     """Count the upload against today's quota and queue it, in one transaction.
 
     The quota step is one conditional ``UPDATE ... WHERE count < limit``: of two uploads racing
-    at ``limit - 1`` exactly one changes a row; the other raises :class:`QuotaExceeded`.
+    at ``limit - 1`` exactly one changes a row; the other raises :class:`QuotaExceeded`. An
+    ``admission`` (:class:`searchtome.service.admission.Admission`) replaces that step with its
+    phase and quota checks (``take``) and records the upload's phase (``record``).
     """
     now = time.time()
     day = utc_day(now)
     public_id = secrets.token_hex(8)
     with write(engine) as conn:
-        _ensure_quota_row(conn, team.id, day)
-        taken = conn.execute(
-            quota.update()
-            .where(quota.c.team_id == team.id, quota.c.day == day, quota.c.count < daily_limit)
-            .values(count=quota.c.count + 1)
-        )
-        if taken.rowcount != 1:
-            raise QuotaExceeded(
-                f"team {team.name!r} has used its {daily_limit} submissions for {day} (UTC); "
-                "try again tomorrow"
-            )
-        conn.execute(
+        if admission is not None:
+            admission.take(conn)
+        else:
+            _take_daily(conn, team, day, daily_limit)
+        inserted = conn.execute(
             submissions.insert().values(
                 public_id=public_id,
                 team_id=team.id,
@@ -178,7 +174,23 @@ def enqueue(
                 final=False,
             )
         )
+        if admission is not None:
+            admission.record(conn, inserted.inserted_primary_key[0])
     return public_id
+
+
+def _take_daily(conn: Connection, team: Team, day: str, daily_limit: int) -> None:
+    _ensure_quota_row(conn, team.id, day)
+    taken = conn.execute(
+        quota.update()
+        .where(quota.c.team_id == team.id, quota.c.day == day, quota.c.count < daily_limit)
+        .values(count=quota.c.count + 1)
+    )
+    if taken.rowcount != 1:
+        raise QuotaExceeded(
+            f"team {team.name!r} has used its {daily_limit} submissions for {day} (UTC); "
+            "try again tomorrow"
+        )
 
 
 # -- the queue -----------------------------------------------------------------------------------
