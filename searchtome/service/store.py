@@ -18,7 +18,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -122,6 +122,15 @@ class QuotaExceeded(SearchTomeError):
     pass
 
 
+class Admitter(Protocol):
+    """Checks an upload may be taken (``take``, raising) and records it (``record``), both in
+    :func:`enqueue`'s transaction (:class:`searchtome.service.admission.Admission`)."""
+
+    def take(self, conn: Connection) -> None: ...
+
+    def record(self, conn: Connection, submission_id: int) -> None: ...
+
+
 def _ensure_quota_row(conn: Connection, team_id: int, day: str) -> None:
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
@@ -140,7 +149,7 @@ def enqueue(
     predictions: bytes,
     counts: dict[str, Any],
     daily_limit: int,
-    admission: Any = None,
+    admission: Admitter | None = None,
 ) -> str:
     """Count the upload against today's quota and queue it, in one transaction.
 

@@ -240,3 +240,95 @@ def test_failed_jobs_are_logged_requeued_and_rescored_with_history(release) -> N
     log = cli("server", "log", "--home", str(home)).stdout.splitlines()
     assert [line.split()[1] for line in log] == ["team-added", "job-failed", "requeued", "rescore"]
     assert (home / "events.log").read_text().splitlines() == log
+
+
+def test_phases_are_checked_and_listed(release) -> None:
+    root, public, private = release
+    home = root / "phases"
+    init_home(
+        home, public, private, "--phase", "warm-up", "2030-01-01", "2030-01-10T00:00:00Z",
+        "--final-phase", "main", "2030-01-10T00:00:00+00:00", "2030-02-01T12:00:00Z",
+    )  # fmt: skip
+    listed = cli("server", "phase", "--home", str(home)).stdout.splitlines()
+    assert listed[0].startswith("name=warm-up start=2030-01-01T00:00:00Z end=2030-01-10T00:00:00Z")
+    assert "name=main" in listed[1] and "final=True" in listed[1]
+
+    def refused(*args: str) -> str:
+        done = cli("server", "phase", "--home", str(home), *args)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done
+        return done.stderr
+
+    assert "overlaps phase 'main'" in refused(
+        "extra", "--start", "2030-01-20", "--end", "2030-03-01"
+    )
+    assert "'main' is already final" in refused(
+        "late", "--start", "2031-01-01", "--end", "2031-02-01", "--final"
+    )
+    assert "not an ISO 8601 time" in refused("x", "--start", "next monday", "--end", "2031-01-01")
+    assert "is not after --start" in refused("x", "--start", "2031-01-02", "--end", "2031-01-01")
+    assert "give both --start and --end" in refused("new-one", "--end", "2031-01-01")
+    assert "--allow-late needs --final" in refused("warm-up", "--allow-late")
+    changed = cli("server", "phase", "--home", str(home), "warm-up", "--scores", "hidden")
+    assert changed.returncode == 0 and "public scores hidden" in changed.stdout
+
+
+def test_a_shown_at_end_phase_shows_scores_when_it_ends(release) -> None:
+    root, public, private = release
+    home = root / "blind-phase"
+    init_home(home, public, private)
+    token = add_team(home, "team")
+    phase(home, "quiet", time.time() - 60, time.time() + 3600, "--scores", "shown-at-end")
+    with Server(home) as server:
+        status, body = send(server.url, token, submission(root / "q-run", private, "q-run"))
+        assert status == 202
+        view = wait_scored(server.url, token, body["id"])
+        assert "public" not in view["scores"] and "shown at its end" in view["public_hidden"]
+        assert get(server.url + "/api/leaderboard")[1]["public"]["rows"] == []
+        end = time.time() + 1
+        phase(home, "quiet", time.time() - 60, end)  # applies to the running server at once
+        until(end)
+        view = get(f"{server.url}/api/submissions/{body['id']}", token)[1]
+        assert view["scores"]["public"]["aggregate"]["R@1"] == 1.0
+        assert [r["id"] for r in get(server.url + "/api/leaderboard")[1]["public"]["rows"]] == [
+            body["id"]
+        ]
+
+
+def test_ladder_and_phase_quota_on_postgres_with_two_web_processes(release) -> None:
+    import os
+
+    from tests.service.helpers import postgres
+    from tests.service.test_server import race
+
+    root, public, private = release
+    try:
+        manager = postgres()
+        url = manager.__enter__()
+    except RuntimeError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL could not start on CI: {exc}")
+        pytest.skip(f"PostgreSQL could not start: {exc}")
+    try:
+        home = root / "pg-ladder"
+        init_home(
+            home, public, private, "--db", url, "--private-fraction", "0.5",
+            "--public-scores", "ladder", "--daily-limit", "20",
+        )  # fmt: skip
+        token = add_team(home, "prober")
+        phase(home, "open", time.time() - 60, time.time() + 3600, "--limit", "4")
+        ids = public_ids(home, private)
+        half = set(ids[: len(ids) // 2])
+        base = answering(root / "pg-base", private, half, "base")
+        probe = answering(root / "pg-probe", private, half | {ids[-1]}, "probe")
+        with Server(home, workers=2, web=2) as server:
+            views = []
+            for folder in (base, probe):
+                status, body = send(server.url, token, folder)
+                assert status == 202
+                views.append(wait_scored(server.url, token, body["id"]))
+            r1 = [v["scores"]["public"]["aggregate"]["R@1"] for v in views]
+            assert r1[0] == r1[1] and views[1]["ladder"]["improved"] is False
+            assert send(server.url, token, base)[0] == 202  # 3 of 4 used
+            assert race(server.url, token, *files(base)) == [202, 429]  # the phase's last slot
+    finally:
+        manager.__exit__(None, None, None)
