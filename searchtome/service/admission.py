@@ -30,6 +30,18 @@ UNCOUNTED = ("rejected", "failed")
 class Closed(SearchTomeError):
     """No phase is open: the upload is refused (403) with the next opening."""
 
+    def __init__(self, message: str, left: Remaining | None = None) -> None:
+        super().__init__(message)
+        self.left = left
+
+
+class OutOfQuota(QuotaExceeded):
+    """No upload left today or in the phase (429); ``left`` says which."""
+
+    def __init__(self, message: str, left: Remaining) -> None:
+        super().__init__(message)
+        self.left = left
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -146,11 +158,13 @@ class Admission:
     def take(self, conn: Connection) -> None:
         conn.execute(sa.select(teams.c.id).where(teams.c.id == self.team.id).with_for_update())
         cal = calendar(conn)
-        self.phase, self.late = open_for(cal)
         left = remaining(conn, self.team.id, self.policy, cal)
+        try:
+            self.phase, self.late = open_for(cal)
+        except Closed as exc:
+            raise Closed(str(exc), left) from None
         if left.left <= 0:
-            self.left = left
-            raise QuotaExceeded(left.exhausted(self.team.name))
+            raise OutOfQuota(left.exhausted(self.team.name), left)
         self.left = _one_less(left)
 
     def record(self, conn: Connection, submission_id: int) -> None:
@@ -173,12 +187,9 @@ def check_now(engine: Engine, team: Team, policy: Policy) -> Remaining:
         try:
             open_for(cal)
         except Closed as exc:
-            exc.left = left  # type: ignore[attr-defined]
-            raise
+            raise Closed(str(exc), left) from None
     if left.left <= 0:
-        exc = QuotaExceeded(left.exhausted(team.name))
-        exc.left = left  # type: ignore[attr-defined]
-        raise exc
+        raise OutOfQuota(left.exhausted(team.name), left)
     return left
 
 

@@ -221,8 +221,8 @@ async def _read_upload(service: Service, request: Request, into: Path) -> tuple[
         await form.close()
 
 
-def _left(admit: admission.Admission) -> dict[str, Any] | None:
-    return None if admit.left is None else admit.left.to_dict()
+def _left(left: admission.Remaining | None) -> dict[str, Any] | None:
+    return None if left is None else left.to_dict()
 
 
 def _precheck(service: Service, team: store.Team) -> None:
@@ -230,9 +230,9 @@ def _precheck(service: Service, team: store.Team) -> None:
     try:
         admission.check_now(service.engine, team, service.policy)
     except admission.Closed as exc:
-        raise Refused(403, str(exc), remaining=exc.left.to_dict()) from None  # type: ignore[attr-defined]
-    except store.QuotaExceeded as exc:
-        raise Refused(429, str(exc), remaining=exc.left.to_dict()) from None  # type: ignore[attr-defined]
+        raise Refused(403, str(exc), remaining=_left(exc.left)) from None
+    except admission.OutOfQuota as exc:
+        raise Refused(429, str(exc), remaining=_left(exc.left)) from None
 
 
 def _check_and_enqueue(
@@ -258,12 +258,11 @@ def _check_and_enqueue(
             daily_limit=service.settings.daily_limit,
             admission=admit,
         )
-        assert admit.left is not None
         return public_id, admit
     except admission.Closed as exc:
-        raise Refused(403, str(exc)) from None
-    except store.QuotaExceeded as exc:
-        raise Refused(429, str(exc), remaining=_left(admit)) from None
+        raise Refused(403, str(exc), remaining=_left(exc.left)) from None
+    except admission.OutOfQuota as exc:
+        raise Refused(429, str(exc), remaining=_left(exc.left)) from None
     except sa.exc.OperationalError as exc:
         if is_full(exc):
             raise Refused(
@@ -295,7 +294,7 @@ async def post_submission(request: Request) -> Response:
             shutil.rmtree(tmp, ignore_errors=True)
     log.info("accepted %s from team %s", public_id, team.name)
     body = {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"}
-    body.update(phase=admit.phase, after_deadline=admit.late, remaining=_left(admit))
+    body.update(phase=admit.phase, after_deadline=admit.late, remaining=_left(admit.left))
     return JSONResponse(body, status_code=202)
 
 
@@ -349,7 +348,8 @@ async def post_final(request: Request) -> Response:
     if frozen is not None:
         raise Refused(
             403,
-            f"final runs were frozen at {frozen} (UTC), the deadline; they can no longer change",
+            f"final runs were frozen at {frozen} (UTC), at the deadline or the results' reveal; "
+            "they can no longer change",
         )
     try:
         await run_in_threadpool(
