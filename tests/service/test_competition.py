@@ -270,6 +270,15 @@ def test_phases_are_checked_and_listed(release) -> None:
     assert "--allow-late needs --final" in refused("warm-up", "--allow-late")
     changed = cli("server", "phase", "--home", str(home), "warm-up", "--scores", "hidden")
     assert changed.returncode == 0 and "public scores hidden" in changed.stdout
+    add_team(home, "gone")
+    assert cli("server", "revoke", "--home", str(home), "gone").returncode == 0
+    log = cli("server", "log", "--home", str(home), "--tail", "2").stdout.splitlines()
+    assert [line.split()[1:3] for line in log] == [
+        ["team-added", "gone:"],
+        ["team-revoked", "gone:"],
+    ]
+    phases_logged = cli("server", "log", "--home", str(home), "--kind", "phase-changed").stdout
+    assert len(phases_logged.splitlines()) == 3  # two at init, one change
 
 
 def test_a_shown_at_end_phase_shows_scores_when_it_ends(release) -> None:
