@@ -194,7 +194,6 @@ class Calendar:
         """The calendar as the API and the page show it."""
         current = self.current
         return {
-            "now": iso(self.now),
             "current": None if current is None else current.name,
             "deadline": None if self.deadline is None else iso(self.deadline),
             "phases": [

@@ -101,12 +101,12 @@ def read_context(conn: Connection, now: float | None = None) -> Context:
 
 
 def state_key(conn: Connection, now: float) -> tuple[Any, ...]:
-    """Changes whenever the competition's view would: phases (and which show scores now), the
-    freeze, new Ladder releases."""
+    """Changes whenever the competition's view would: phases (which is open, which show scores
+    now), the freeze, new Ladder releases."""
     cal = calendar(conn, now)
     changed = conn.execute(sa.select(sa.func.max(phases.c.changed_at))).scalar()
     released = conn.execute(sa.select(sa.func.count(), sa.func.max(releases.c.released_at))).first()
-    shows = tuple(p.shows_scores(now) for p in cal.phases)
+    shows = tuple((p.is_open(now), p.shows_scores(now)) for p in cal.phases)
     return (changed, shows, cal.past_deadline, frozen_at(conn, cal), *tuple(released or ()))
 
 

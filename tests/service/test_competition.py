@@ -75,8 +75,10 @@ def test_competition_rehearsal(release) -> None:
         status, body = send(server.url, tokens["alpha"], runs["perfect"])
         assert status == 403 and "'main', opens at" in body["error"]
         assert body["remaining"]["today"] == 10
+        assert "No phase is open." in get(server.url + "/")[1]
 
         until(start)
+        assert "Phase main is open." in get(server.url + "/")[1]  # the cached board follows time
         accepted = {}
         for team, run in (("alpha", "perfect"), ("beta", "half"), ("gamma", "most")):
             status, body = send(server.url, tokens[team], runs[run])
