@@ -288,10 +288,14 @@ def test_a_shown_at_end_phase_shows_scores_when_it_ends(release) -> None:
     home = root / "blind-phase"
     init_home(home, public, private)
     token = add_team(home, "team")
-    phase(home, "quiet", time.time() - 60, time.time() + 3600, "--scores", "shown-at-end")
+    phase(
+        home, "quiet", time.time() - 60, time.time() + 3600, "--scores", "shown-at-end",
+        "--daily-limit", "2",
+    )  # fmt: skip
     with Server(home) as server:
         status, body = send(server.url, token, submission(root / "q-run", private, "q-run"))
         assert status == 202
+        assert body["remaining"]["daily_limit"] == 2 and body["remaining"]["today"] == 1
         view = wait_scored(server.url, token, body["id"])
         assert "public" not in view["scores"] and "shown at its end" in view["public_hidden"]
         assert get(server.url + "/api/leaderboard")[1]["public"]["rows"] == []

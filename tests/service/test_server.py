@@ -54,6 +54,7 @@ def test_submit_wait_prints_the_public_score(served, capsys) -> None:
     out = capsys.readouterr().out
     assert code == 0, out
     assert "scored" in out and "public (15 queries): R@1 100.0" in out
+    assert "remaining: 2 of 3 today (UTC)" in out
     assert "private" not in out  # not revealed yet
 
 
