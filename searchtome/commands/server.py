@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from searchtome.errors import SearchTomeError
-from searchtome.service.events import Event
 from searchtome.service.home import ServerSettings
-from searchtome.service.phases import Visibility
+from searchtome.service.kinds import Event, ScoreMode, Visibility
+
+if TYPE_CHECKING:  # the server extra (SQLAlchemy) is loaded only by the actions that need it
+    from sqlalchemy.engine import Engine
+
+    from searchtome.service.phases import Phase
 
 D = ServerSettings()  # help texts read the defaults from the settings' fields
 
@@ -57,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     init.add_argument(
         "--public-scores",
-        choices=["exact", "rounded", "ladder"],
+        choices=[m.value for m in ScoreMode],
         help=f"what an upload's public score reveals ({D.public_scores}; docs/server.md)",
     )
     init.add_argument(
@@ -192,7 +197,7 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
-def record(engine, root: Path, kind: Event, subject: str | None, message: str) -> None:
+def record(engine: Engine, root: Path, kind: Event, subject: str | None, message: str) -> None:
     from searchtome.service.events import record as add
 
     add(engine, root, kind, subject, message)
@@ -318,7 +323,7 @@ def _init_phases(args: argparse.Namespace, root: Path) -> None:
         _save_phase(args, root, phase)
 
 
-def _save_phase(args: argparse.Namespace, root: Path, phase) -> None:
+def _save_phase(args: argparse.Namespace, root: Path, phase: Phase) -> None:
     from searchtome.service.phases import iso, save_phase
 
     engine = _engine(args)

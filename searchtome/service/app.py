@@ -41,8 +41,8 @@ from searchtome.service.board import Scopes, runs_from_rows
 from searchtome.service.checks import predictions_name, submission_folder, system_name, validate
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
 from searchtome.service.home import Home, open_home
+from searchtome.service.kinds import ScoreMode
 from searchtome.service.phases import calendar, iso
-from searchtome.service.public import ScoreMode
 from searchtome.service.worker import limits_of
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from enum import StrEnum
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -17,20 +16,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from searchtome.service import store
 from searchtome.service.db import submissions, write
+from searchtome.service.kinds import Event
 from searchtome.service.tables import events
 
 LOG_FILE = "events.log"
-
-
-class Event(StrEnum):
-    TEAM_ADDED = "team-added"
-    TEAM_REVOKED = "team-revoked"
-    JOB_FAILED = "job-failed"
-    REQUEUED = "requeued"
-    RESCORED = "rescore"
-    REVEALED = "reveal"
-    HIDDEN = "reveal-undone"
-    PHASE = "phase-changed"
 
 
 def line(at: float, kind: str, subject: str | None, message: str) -> str:

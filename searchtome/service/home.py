@@ -117,7 +117,7 @@ def init_home(
     fraction = float(options.get("private_fraction") or 0.0)
     if not 0.0 <= fraction < 1.0:
         raise SearchTomeError(f"--private-fraction {fraction}: must be at least 0 and below 1")
-    from searchtome.service.public import ScoreMode
+    from searchtome.service.kinds import ScoreMode
 
     modes = [m.value for m in ScoreMode]
     if (options.get("public_scores") or ServerSettings.public_scores) not in modes:

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from searchtome.errors import SearchTomeError
 from searchtome.service import events, store
 from searchtome.service.db import flags, submissions, write
-from searchtome.service.events import Event
+from searchtome.service.kinds import Event
 from searchtome.service.standings import FROZEN_AT, forget_releases
 from searchtome.service.tables import score_history
 

@@ -12,22 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from searchtome.errors import SearchTomeError
 from searchtome.service.db import write
+from searchtome.service.kinds import Visibility
 from searchtome.service.tables import phases
-
-
-class Visibility(StrEnum):
-    """When a phase's public scores are shown to the team and on the board."""
-
-    HIDDEN = "hidden"
-    SHOWN = "shown"
-    SHOWN_AT_END = "shown-at-end"
 
 
 @dataclass(frozen=True)

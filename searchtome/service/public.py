@@ -16,22 +16,16 @@ Pure functions, no database: the service and ``benchmarks/leak.py`` both call th
 from __future__ import annotations
 
 import math
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from searchtome.metrics.structure import STRUCTURE_MEASURES
+from searchtome.service.kinds import ScoreMode
 
 DIGITS = 3  # the page shows 12.3 (%): 0.123 as a fraction
 LADDER_MEASURE = "R@1"
 SCORE_KEYS = ("aggregate", "per_domain")
-
-
-class ScoreMode(StrEnum):
-    EXACT = "exact"
-    ROUNDED = "rounded"
-    LADDER = "ladder"
 
 
 def rounded(obj: Any) -> Any:

@@ -21,14 +21,9 @@ from searchtome.service.board import Run, Scopes, final_runs, leaderboard, run_s
 from searchtome.service.checks import unpack_scores
 from searchtome.service.db import submissions, write
 from searchtome.service.home import ServerSettings
+from searchtome.service.kinds import ScoreMode, Visibility
 from searchtome.service.phases import Calendar, calendar, iso
-from searchtome.service.public import (
-    LADDER_MEASURE,
-    ScoreMode,
-    ladder_improves,
-    macro_weights,
-    public_view,
-)
+from searchtome.service.public import LADDER_MEASURE, ladder_improves, macro_weights, public_view
 from searchtome.service.tables import entries, phases, releases
 
 FROZEN_AT = "frozen_at"  # flag: when the first `server reveal` ran
@@ -67,7 +62,7 @@ class Context:
         phase = self.cal.named(self.entry(run.key).phase)
         if phase is None or phase.shows_scores(self.cal.now):
             return None
-        if phase.visibility.value == "hidden":
+        if phase.visibility is Visibility.HIDDEN:
             return f"public scores of phase {phase.name!r} are not shown"
         return f"public scores of phase {phase.name!r} are shown at its end, {iso(phase.end)}"
 

@@ -79,3 +79,17 @@ def test_the_first_run_is_shown_and_no_gain_never_is() -> None:
 def test_macro_weights_give_each_domain_the_same_weight() -> None:
     weights = macro_weights(np.asarray(["a", "a", "a", "b"]))
     assert weights.tolist() == pytest.approx([1 / 6, 1 / 6, 1 / 6, 1 / 2])
+
+
+def test_the_command_line_loads_without_the_server_extra() -> None:
+    # sqlalchemy comes with the server extra: building the parser (with the competition's
+    # choices) must not import it, or every command would need the extra.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, searchtome.cli; searchtome.cli.build_parser(); "
+        "print(sorted(m for m in ('sqlalchemy', 'starlette') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
