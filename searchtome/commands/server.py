@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from searchtome.errors import SearchTomeError
 from searchtome.service.home import ServerSettings
+from searchtome.service.kinds import Event, ScoreMode, Visibility
+
+if TYPE_CHECKING:  # the server extra (SQLAlchemy) is loaded only by the actions that need it
+    from sqlalchemy.engine import Engine
+
+    from searchtome.service.phases import Phase
 
 D = ServerSettings()  # help texts read the defaults from the settings' fields
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``searchtome server init|add-team|revoke|list|run|worker|reveal``."""
+    """Add ``searchtome server init|add-team|revoke|list|run|worker|reveal|phase|log|requeue|rescore``."""
     p = subparsers.add_parser(
         "server",
         help="a scoring service for a blind release (organiser side)",
@@ -59,6 +66,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--rules", metavar="FILE", help="a text file of rules shown on the page (paragraphs)"
     )
     _availability_options(init)
+    init.add_argument(
+        "--public-scores",
+        choices=[m.value for m in ScoreMode],
+        help=f"what an upload's public score reveals ({D.public_scores}; docs/server.md)",
+    )
+    init.add_argument(
+        "--ladder-margin",
+        type=float,
+        help=f"ladder: standard errors a run must beat its team's best by ({D.ladder_margin:g})",
+    )
+    init.add_argument(
+        "--count-refused",
+        action="store_true",
+        default=None,
+        help="uploads the validator refuses, and rejected or failed ones, use a quota slot",
+    )
+    init.add_argument(
+        "--phase",
+        nargs=3,
+        action="append",
+        metavar=("NAME", "START", "END"),
+        help="a phase (UTC ISO 8601 times); repeat for more; `server phase` for the rest",
+    )
+    init.add_argument(
+        "--final-phase",
+        nargs=3,
+        metavar=("NAME", "START", "END"),
+        help="the final phase: its end is the deadline",
+    )
     init.set_defaults(func=_init)
 
     add = sub.add_parser("add-team", parents=[home], help="create a team; prints its token once")
@@ -85,6 +121,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     reveal = sub.add_parser("reveal", parents=[home], help="show the private part's scores")
     reveal.add_argument("--undo", action="store_true", help="hide them again")
     reveal.set_defaults(func=_reveal)
+    _register_competition(sub, home)
+
+
+def _register_competition(sub: argparse._SubParsersAction, home: argparse.ArgumentParser) -> None:
+    phase = sub.add_parser(
+        "phase", parents=[home], help="add or change a phase (no NAME: list the phases)"
+    )
+    phase.add_argument("name", nargs="?", metavar="NAME", help="the phase's name")
+    phase.add_argument("--start", help="opening, ISO 8601 (UTC unless an offset is given)")
+    phase.add_argument("--end", help="closing, ISO 8601; the final phase's end is the deadline")
+    phase.add_argument(
+        "--final", action=argparse.BooleanOptionalAction, help="the final phase (one at most)"
+    )
+    phase.add_argument(
+        "--scores",
+        choices=[v.value for v in Visibility],
+        help="when uploads of this phase show their public scores (shown)",
+    )
+    phase.add_argument("--daily-limit", type=int, help="uploads per team and UTC day in it")
+    phase.add_argument("--limit", type=int, help="uploads per team in the whole phase")
+    phase.add_argument(
+        "--allow-late",
+        action=argparse.BooleanOptionalAction,
+        help="final phase: score uploads after the deadline in a separate, marked table",
+    )
+    phase.set_defaults(func=_phase)
+    log = sub.add_parser("log", parents=[home], help="the organiser's events")
+    log.add_argument("--kind", choices=[e.value for e in Event], help="only this kind")
+    log.add_argument("--tail", type=int, metavar="N", help="the last N events")
+    log.set_defaults(func=_log)
+    requeue = sub.add_parser("requeue", parents=[home], help="queue a failed upload again")
+    requeue.add_argument("id", metavar="ID", help="the submission's id")
+    requeue.set_defaults(func=_requeue)
+    rescore = sub.add_parser(
+        "rescore", parents=[home], help="score runs again after a gold or scorer fix"
+    )
+    which = rescore.add_mutually_exclusive_group(required=True)
+    which.add_argument("id", nargs="?", metavar="ID", help="one submission")
+    which.add_argument("--all", action="store_true", help="every scored or rejected run")
+    rescore.add_argument("--reason", default="organiser's rescore", help="kept in the history")
+    rescore.set_defaults(func=_rescore)
 
 
 def _availability_options(init: argparse.ArgumentParser) -> None:
@@ -227,7 +304,11 @@ def _init(args: argparse.Namespace) -> int:
         description=args.description,
         rules=_read_rules(args.rules),
         **_availability_settings(args),
+        public_scores=args.public_scores,
+        ladder_margin=args.ladder_margin,
+        count_refused=args.count_refused,
     )
+    _init_phases(args, home.root)
     s = home.settings
     print(
         f"{home.root}: server home ready ({s.split} split, {s.daily_limit} uploads/team/day, "
@@ -237,10 +318,18 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
+def record(engine: Engine, root: Path, kind: Event, subject: str | None, message: str) -> None:
+    from searchtome.service.events import record as add
+
+    add(engine, root, kind, subject, message)
+
+
 def _add_team(args: argparse.Namespace) -> int:
     from searchtome.service.store import add_team
 
-    token = add_team(_engine(args), args.name)
+    engine = _engine(args)
+    token = add_team(engine, args.name)
+    record(engine, Path(args.home), Event.TEAM_ADDED, args.name, "team added; token handed out")
     print(token)
     import sys
 
@@ -254,7 +343,9 @@ def _add_team(args: argparse.Namespace) -> int:
 def _revoke(args: argparse.Namespace) -> int:
     from searchtome.service.store import revoke_team
 
-    revoke_team(_engine(args), args.name)
+    engine = _engine(args)
+    revoke_team(engine, args.name)
+    record(engine, Path(args.home), Event.TEAM_REVOKED, args.name, "token revoked, runs hidden")
     print(f"team {args.name!r} revoked: its token no longer works and its runs are hidden")
     return 0
 
@@ -274,10 +365,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _reveal(args: argparse.Namespace) -> int:
-    from searchtome.service.store import REVEALED, set_flag
+    from searchtome.service.organiser import frozen_ranking, reveal
 
-    set_flag(_engine(args), REVEALED, "no" if args.undo else "yes")
+    engine = _engine(args)
+    reveal(engine, Path(args.home), args.undo)
     print("private scores hidden" if args.undo else "private scores revealed on the leaderboard")
+    if not args.undo:
+        print("\n".join(frozen_ranking(Path(args.home), engine)))
     return 0
 
 
@@ -347,3 +441,80 @@ def _check_port(host: str, port: int) -> None:
             f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc}); stop "
             "what uses it or choose another --port"
         ) from None
+def _init_phases(args: argparse.Namespace, root: Path) -> None:
+    from searchtome.service.phases import Phase, parse_time
+
+    given = [(p, False) for p in args.phase or []]
+    if args.final_phase:
+        given.append((args.final_phase, True))
+    for (name, start, end), final in given:
+        phase = Phase(name, parse_time(start, "--phase"), parse_time(end, "--phase"), final)
+        _save_phase(args, root, phase)
+
+
+def _save_phase(args: argparse.Namespace, root: Path, phase: Phase) -> None:
+    from searchtome.service.phases import iso, save_phase
+
+    engine = _engine(args)
+    new = save_phase(engine, phase)
+    what = (
+        f"{'added' if new else 'changed'}: {iso(phase.start)} to {iso(phase.end)}"
+        f"{', final (its end is the deadline)' if phase.final else ''}, public scores "
+        f"{phase.visibility.value}"
+        f"{', late uploads scored apart' if phase.late else ''}"
+    )
+    record(engine, root, Event.PHASE, phase.name, what)
+    print(f"phase {phase.name!r} {what}")
+
+
+def _phase(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from searchtome.service.phases import Phase, calendar, parse_time
+
+    engine = _engine(args)
+    with engine.connect() as conn:
+        cal = calendar(conn)
+    if args.name is None:
+        for p in cal.summary()["phases"]:  # type: ignore[union-attr]
+            print(" ".join(f"{k}={v}" for k, v in p.items()))
+        return 0
+    old = cal.named(args.name)
+    if old is None and (args.start is None or args.end is None):
+        raise SearchTomeError(f"phase {args.name!r} is new: give both --start and --end")
+    changes = {
+        "start": None if args.start is None else parse_time(args.start, "--start"),
+        "end": None if args.end is None else parse_time(args.end, "--end"),
+        "final": args.final,
+        "visibility": None if args.scores is None else Visibility(args.scores),
+        "daily_limit": args.daily_limit,
+        "phase_limit": args.limit,
+        "late": args.allow_late,
+    }
+    changes = {k: v for k, v in changes.items() if v is not None}
+    base = old or Phase(args.name, 0.0, 0.0)
+    _save_phase(args, Path(args.home), dataclasses.replace(base, **changes))
+    return 0
+
+
+def _log(args: argparse.Namespace) -> int:
+    from searchtome.service.events import read
+
+    lines = read(_engine(args), args.kind, args.tail)
+    print("\n".join(lines) if lines else "no events yet")
+    return 0
+
+
+def _requeue(args: argparse.Namespace) -> int:
+    from searchtome.service.organiser import requeue
+
+    print(requeue(_engine(args), Path(args.home), args.id))
+    return 0
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    from searchtome.service.organiser import rescore
+
+    n = rescore(_engine(args), Path(args.home), None if args.all else args.id, args.reason)
+    print(f"{n} run(s) queued for scoring again; their old scores are kept in the history")
+    return 0

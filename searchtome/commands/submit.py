@@ -32,15 +32,35 @@ def _run(args: argparse.Namespace) -> int:
     result = submit(args.submission, args.server, args.token, meta=args.meta, wait=args.wait)
     if not args.wait:
         print(f"accepted as {result['id']} (queued); check with --wait or GET {result['url']}")
+        _print_remaining(result)
         return 0
     print(f"{result['id']}: scored")
+    names = {"NonLeaf@1": "non-leaf@1", "Invalid@1": "invalid@1"}
     for scope, part in result.get("scores", {}).items():
         agg = part["aggregate"]
-        print(
-            f"  {scope} ({part['n_queries']} queries): R@1 {agg['R@1'] * 100:.1f}  "
-            f"R@3 {agg['R@3'] * 100:.1f}  nDCG@3 {agg['nDCG@3'] * 100:.1f}  "
-            f"non-leaf@1 {agg['NonLeaf@1'] * 100:.1f}  invalid@1 {agg['Invalid@1'] * 100:.1f}"
+        shown = "  ".join(
+            f"{names.get(m, m)} {agg[m] * 100:.1f}"
+            for m in ("R@1", "R@3", "nDCG@3", "NonLeaf@1", "Invalid@1")
+            if m in agg
         )
+        print(f"  {scope} ({part['n_queries']} queries): {shown}")
+    for note in (result.get("public_hidden"), result.get("private_note")):
+        if note:
+            print(f"  {note}")
+    ladder = result.get("ladder")
+    if ladder and not ladder["improved"]:
+        print(f"  public: not a clear improvement; showing your best run {ladder['shows']}")
+    _print_remaining(result)
     if args.verbose:
         print(json.dumps(result, indent=2))
     return 0
+
+
+def _print_remaining(result: dict) -> None:
+    left = result.get("remaining")
+    if not left:
+        return
+    phase = (
+        f", {left['in_phase']} in phase {left['phase']!r}" if left["in_phase"] is not None else ""
+    )
+    print(f"  remaining: {left['today']} of {left['daily_limit']} today (UTC){phase}")

@@ -37,13 +37,15 @@ from starlette.routing import Route
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.html_assets import CSS as LEADERBOARD_CSS
-from searchtome.service import page, store
-from searchtome.service.board import Scopes, leaderboard, run_scores, runs_from_rows
+from searchtome.service import admission, page, standings, store
+from searchtome.service.board import Scopes, runs_from_rows
 from searchtome.service.checks import predictions_name, submission_folder, system_name, validate
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
 from searchtome.service.guard import Clock, RevokedTeams, SmallBodies, TeamSlots, clocked
 from searchtome.service.health import health
 from searchtome.service.home import Home, open_home
+from searchtome.service.kinds import ScoreMode
+from searchtome.service.phases import calendar, iso, load_phases
 from searchtome.service.refusal import Refused, error
 from searchtome.service.shown import visible
 from searchtome.service.worker import limits_of
@@ -117,6 +119,7 @@ class Service:
         self.public = load(home.public)
         self.scopes = Scopes.of(self.public, self.settings)
         self.limits = limits_of(home)
+        self.policy = admission.Policy(self.settings.daily_limit, self.settings.count_refused)
         self.rate = RateLimit(self.settings.requests_per_minute)
         self.uploads = asyncio.Semaphore(self.settings.upload_slots)  # bounds memory
         self.team_slots = TeamSlots(self.settings.team_uploads)
@@ -145,18 +148,23 @@ class Service:
         return team
 
     def _compute_board(self) -> tuple[Any, dict[str, Any]]:
+        if self.settings.public_scores == ScoreMode.LADDER:
+            standings.settle(self.engine, self.scopes, self.settings.ladder_margin)
         with self.engine.connect() as conn:
-            key = store.board_key(conn)
+            key = (store.board_key(conn), standings.state_key(conn, time.time()))
             if self.board is not None and self.board[0] == key:
                 return self.board
             rows = store.scored_rows(conn)
             revealed = store.get_flag(conn, store.REVEALED) == "yes"
+            ctx = standings.read_context(conn)
         runs = runs_from_rows(rows)
-        return key, leaderboard(runs, self.scopes, self.settings, revealed)
+        return key, standings.competition_board(runs, ctx, self.scopes, self.settings, revealed)
 
     def phases(self) -> list[page.PhaseView]:
-        """The competition's phases; none defined means always open."""
-        return []
+        """The competition's phases as the page shows them; none defined means always open."""
+        with self.engine.connect() as conn:
+            defined = load_phases(conn)
+        return [page.PhaseView(p.name, p.start, p.end, p.final) for p in defined]
 
     async def current_board(self) -> dict[str, Any]:
         async with self.board_lock:
@@ -230,19 +238,33 @@ def _clocked_body(service: Service, team: store.Team, receive: Any) -> Any:
         return None
 
     return clocked(receive, clock, revoked)
+def _left(left: admission.Remaining | None) -> dict[str, Any] | None:
+    return None if left is None else left.to_dict()
+
+
+def _precheck(service: Service, team: store.Team) -> None:
+    """Refuse before reading the body: no phase open, or no quota left."""
+    try:
+        admission.check_now(service.engine, team, service.policy)
+    except admission.Closed as exc:
+        raise Refused(403, str(exc), remaining=_left(exc.left)) from None
+    except admission.OutOfQuota as exc:
+        raise Refused(429, str(exc), remaining=_left(exc.left)) from None
 
 
 def _check_and_enqueue(
     service: Service, team: store.Team, path: Path, meta: bytes, name: str
-) -> str:
+) -> tuple[str, admission.Admission]:
     split = service.settings.split
     with submission_folder(meta, name, path, service.scratch) as folder:
         report, problem = validate(folder, service.public, split, service.limits)
         if problem:
-            raise Refused(422, problem)
+            left = admission.count_refusal(service.engine, team, service.policy)
+            raise Refused(422, problem, remaining=left.to_dict())
         data = (folder / name).read_bytes()
+    admit = admission.Admission(team, service.policy)
     try:
-        return store.enqueue(
+        public_id = store.enqueue(
             service.engine,
             team,
             system=system_name(meta),
@@ -251,7 +273,13 @@ def _check_and_enqueue(
             predictions=data,
             counts=report.counts.to_dict(),
             daily_limit=service.settings.daily_limit,
+            admission=admit,
         )
+        return public_id, admit
+    except admission.Closed as exc:
+        raise Refused(403, str(exc), remaining=_left(exc.left)) from None
+    except admission.OutOfQuota as exc:
+        raise Refused(429, str(exc), remaining=_left(exc.left)) from None
     except store.QuotaExceeded as exc:
         raise Refused(429, str(exc)) from None
     except store.Revoked as exc:
@@ -275,30 +303,28 @@ def _check_and_enqueue(
 async def post_submission(request: Request) -> Response:
     service: Service = request.app.state.service
     team = await run_in_threadpool(service.team_of, request)
+    await run_in_threadpool(_precheck, service, team)
     with service.team_slots.hold(team.id, team.name):
         async with service.uploads:
             tmp = Path(tempfile.mkdtemp(prefix="body-", dir=service.scratch))
             try:
                 body = Request(request.scope, _clocked_body(service, team, request.receive))
                 path, meta, name = await _read_upload(service, body, tmp)
-                public_id = await run_in_threadpool(
+                public_id, admit = await run_in_threadpool(
                     _check_and_enqueue, service, team, path, meta, name
                 )
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     log.info("upload %s accepted from team %s", public_id, team.name)
-    return JSONResponse(
-        {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"},
-        status_code=202,
-    )
+    reply = {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"}
+    reply.update(phase=admit.phase, after_deadline=admit.late, remaining=_left(admit.left))
+    return JSONResponse(reply, status_code=202)
 
 
-def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, Any]:
-    with service.engine.connect() as conn:
-        row = store.submission_row(conn, public_id)
-        revealed = store.get_flag(conn, store.REVEALED) == "yes"
-    if row is None or row.team_id != team.id:
-        raise Refused(404, f"no submission {public_id!r} of team {team.name!r}")
+def _run_json(
+    service: Service, row: Any, shown: Any, ctx: standings.Context, revealed: bool
+) -> dict[str, Any]:
+    """One of the team's own runs as the API shows it, under the competition's score mode."""
     out: dict[str, Any] = {
         "id": row.public_id,
         "team": row.team,
@@ -311,7 +337,29 @@ def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, A
         out["error"] = row.error
     if row.state == "scored":
         run = runs_from_rows([row])[0]
-        out["scores"] = run_scores(run, service.scopes, revealed)
+        best = runs_from_rows([shown])[0] if shown is not None else None
+        out.update(standings.run_view(run, best, ctx, service.scopes, service.settings, revealed))
+    out["phase"] = ctx.entry(row.public_id).phase
+    return out
+
+
+def _settle(service: Service) -> None:
+    if service.settings.public_scores == ScoreMode.LADDER:
+        standings.settle(service.engine, service.scopes, service.settings.ladder_margin)
+
+
+def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, Any]:
+    _settle(service)
+    with service.engine.connect() as conn:
+        row = store.submission_row(conn, public_id)
+        revealed = store.get_flag(conn, store.REVEALED) == "yes"
+        ctx = standings.read_context(conn)
+        shown_id = ctx.entry(public_id).shown
+        shown = store.submission_row(conn, shown_id) if shown_id else None
+    if row is None or row.team_id != team.id:
+        raise Refused(404, f"no submission {public_id!r} of team {team.name!r}")
+    out = _run_json(service, row, shown, ctx, revealed)
+    out["remaining"] = admission.team_remaining(service.engine, team, service.policy).to_dict()
     return out
 
 
@@ -338,6 +386,13 @@ async def post_final(request: Request) -> Response:
     team = await run_in_threadpool(service.team_of, request)
     final = _final_flag(await request.body())
     public_id = request.path_params["public_id"]
+    frozen = await run_in_threadpool(_frozen, service)
+    if frozen is not None:
+        raise Refused(
+            403,
+            f"final runs were frozen at {frozen} (UTC), at the deadline or the results' reveal; "
+            "they can no longer change",
+        )
     try:
         await run_in_threadpool(
             store.mark_final, service.engine, team, public_id, final, service.settings.max_final
@@ -349,6 +404,12 @@ async def post_final(request: Request) -> Response:
     except SearchTomeError as exc:
         raise Refused(409, str(exc)) from None
     return JSONResponse({"id": public_id, "final": final})
+
+
+def _frozen(service: Service) -> str | None:
+    with service.engine.connect() as conn:
+        frozen = standings.frozen_at(conn, calendar(conn))
+    return None if frozen is None or time.time() < frozen else iso(frozen)
 
 
 async def get_leaderboard(request: Request) -> Response:
@@ -369,24 +430,19 @@ async def index(request: Request) -> Response:
 
 
 def _own_runs(service: Service, team: store.Team) -> dict[str, Any]:
+    _settle(service)
     with service.engine.connect() as conn:
         rows = store.team_runs(conn, team.id)
         revealed = store.get_flag(conn, store.REVEALED) == "yes"
-    runs = []
-    for row in rows:
-        item: dict[str, Any] = {
-            "id": row.public_id,
-            "system": row.system,
-            "state": row.state,
-            "final": bool(row.final),
-            "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.created_at)),
-        }
-        if row.error:
-            item["error"] = row.error
-        if row.state == "scored":
-            item["scores"] = run_scores(runs_from_rows([row])[0], service.scopes, revealed)
-        runs.append(item)
-    return {"team": team.name, "runs": runs}
+        ctx = standings.read_context(conn)
+        shown_ids = {ctx.entry(r.public_id).shown for r in rows} - {None}
+        shown = {i: store.submission_row(conn, i) for i in sorted(shown_ids)}
+    runs = [
+        _run_json(service, r, shown.get(ctx.entry(r.public_id).shown), ctx, revealed)
+        for r in rows
+    ]
+    left = admission.team_remaining(service.engine, team, service.policy).to_dict()
+    return {"team": team.name, "runs": runs, "remaining": left}
 
 
 async def list_submissions(request: Request) -> Response:
@@ -413,7 +469,7 @@ async def on_refused(request: Request, exc: Exception) -> Response:
     log.info(
         "refused %s %s from %s (%d): %s", request.method, request.url.path, who, exc.status, exc
     )
-    return error(exc.status, str(exc))
+    return error(exc.status, str(exc), **exc.extra)
 
 
 async def on_http(request: Request, exc: Exception) -> Response:

@@ -99,8 +99,84 @@ def _v2_workers(conn: Connection) -> None:
     )
 
 
+def _v_competition(conn: Connection) -> None:
+    """Phases, each upload's phase, counted refusals, Ladder releases, events, score history.
+
+    Frozen DDL: these definitions are this migration's own, never the live tables of
+    :mod:`searchtome.service.tables` (which may grow in later migrations).
+    """
+    md = sa.MetaData()
+    sa.Table("teams", md, sa.Column("id", sa.Integer, primary_key=True))
+    sa.Table("submissions", md, sa.Column("id", sa.Integer, primary_key=True))
+    new = [
+        sa.Table(
+            "phases",
+            md,
+            sa.Column("name", sa.String(64), primary_key=True),
+            sa.Column("start_at", sa.Float, nullable=False),
+            sa.Column("end_at", sa.Float, nullable=False),
+            sa.Column("final", sa.Boolean, nullable=False),
+            sa.Column("visibility", sa.String(16), nullable=False),
+            sa.Column("daily_limit", sa.Integer, nullable=True),
+            sa.Column("phase_limit", sa.Integer, nullable=True),
+            sa.Column("late", sa.Boolean, nullable=False),
+            sa.Column("changed_at", sa.Float, nullable=False),
+        ),
+        sa.Table(
+            "entries",
+            md,
+            sa.Column(
+                "submission_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True
+            ),
+            sa.Column("phase", sa.String(64), nullable=True, index=True),
+            sa.Column("late", sa.Boolean, nullable=False),
+        ),
+        sa.Table(
+            "refusals",
+            md,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False, index=True),
+            sa.Column("day", sa.String(10), nullable=False),
+            sa.Column("phase", sa.String(64), nullable=True),
+            sa.Column("at", sa.Float, nullable=False),
+        ),
+        sa.Table(
+            "releases",
+            md,
+            sa.Column(
+                "submission_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True
+            ),
+            sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False, index=True),
+            sa.Column("shown_id", sa.Integer, sa.ForeignKey("submissions.id"), nullable=False),
+            sa.Column("released_at", sa.Float, nullable=False),
+        ),
+        sa.Table(
+            "events",
+            md,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("at", sa.Float, nullable=False),
+            sa.Column("kind", sa.String(32), nullable=False),
+            sa.Column("subject", sa.String(64), nullable=True),
+            sa.Column("message", sa.Text, nullable=False),
+        ),
+        sa.Table(
+            "score_history",
+            md,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("submission_id", sa.Integer, sa.ForeignKey("submissions.id"), nullable=False),
+            sa.Column("state", sa.String(16), nullable=False),
+            sa.Column("scores", sa.LargeBinary, nullable=True),
+            sa.Column("error", sa.Text, nullable=True),
+            sa.Column("scored_at", sa.Float, nullable=True),
+            sa.Column("archived_at", sa.Float, nullable=False),
+            sa.Column("reason", sa.Text, nullable=False),
+        ),
+    ]
+    md.create_all(conn, tables=new)
+
+
 # Each entry brings the schema from version i to i + 1; append, never edit a released one.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1, _v2_workers)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1, _v2_workers, _v_competition)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -51,6 +51,9 @@ class ServerSettings:
     lease_seconds: float = 120.0  # a claimed job is retried when its worker stops heartbeating
     busy_timeout_ms: int = 5000
     requests_per_minute: int = 120  # per client address, per web process
+    public_scores: str = "rounded"  # exact | rounded | ladder (searchtome.service.public)
+    ladder_margin: float = 2.0  # standard errors a run must beat its team's best by (ladder)
+    count_refused: bool = False  # uploads refused or failed keep their quota slot
     permutations: int = 2000
     bootstrap: int = 1000
     title: str = ""  # the competition's name on its page (default: the dataset's)
@@ -126,6 +129,11 @@ def init_home(
     fraction = float(options.get("private_fraction") or 0.0)
     if not 0.0 <= fraction < 1.0:
         raise SearchTomeError(f"--private-fraction {fraction}: must be at least 0 and below 1")
+    from searchtome.service.kinds import ScoreMode
+
+    modes = [m.value for m in ScoreMode]
+    if (options.get("public_scores") or ServerSettings.public_scores) not in modes:
+        raise SearchTomeError(f"--public-scores {options['public_scores']!r}: use one of {modes}")
     home.mkdir(parents=True, exist_ok=True)
     home.chmod(0o700)
     for src, name in ((pub, "public"), (priv, "private")):

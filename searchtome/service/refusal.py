@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.responses import JSONResponse
 
 
 class Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.status = status
+        self.extra = extra  # e.g. the team's remaining quota
 
 
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": " ".join(str(message).split())}, status_code=status)
+def error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": " ".join(str(message).split()), **extra}, status_code=status)

@@ -19,7 +19,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -148,6 +148,13 @@ def _require_active(conn: Connection, team: Team) -> None:
     revoked = conn.execute(sa.select(teams.c.revoked_at).where(teams.c.id == team.id)).scalar()
     if revoked is not None:
         raise Revoked(f"team {team.name!r} was revoked during the upload; nothing was accepted")
+class Admitter(Protocol):
+    """Checks an upload may be taken (``take``, raising) and records it (``record``), both in
+    :func:`enqueue`'s transaction (:class:`searchtome.service.admission.Admission`)."""
+
+    def take(self, conn: Connection) -> None: ...
+
+    def record(self, conn: Connection, submission_id: int) -> None: ...
 
 
 def _ensure_quota_row(conn: Connection, team_id: int, day: str) -> None:
@@ -168,29 +175,25 @@ def enqueue(
     predictions: bytes,
     counts: dict[str, Any],
     daily_limit: int,
+    admission: Admitter | None = None,
 ) -> str:
     """Count the upload against today's quota and queue it, in one transaction.
 
     The quota step is one conditional ``UPDATE ... WHERE count < limit``: of two uploads racing
-    at ``limit - 1`` exactly one changes a row; the other raises :class:`QuotaExceeded`.
+    at ``limit - 1`` exactly one changes a row; the other raises :class:`QuotaExceeded`. An
+    ``admission`` (:class:`searchtome.service.admission.Admission`) replaces that step with its
+    phase and quota checks (``take``) and records the upload's phase (``record``).
     """
     now = time.time()
     day = utc_day(now)
     public_id = secrets.token_hex(8)
     with write(engine) as conn:
         _require_active(conn, team)
-        _ensure_quota_row(conn, team.id, day)
-        taken = conn.execute(
-            quota.update()
-            .where(quota.c.team_id == team.id, quota.c.day == day, quota.c.count < daily_limit)
-            .values(count=quota.c.count + 1)
-        )
-        if taken.rowcount != 1:
-            raise QuotaExceeded(
-                f"team {team.name!r} has used its {daily_limit} submissions for {day} (UTC); "
-                "try again tomorrow"
-            )
-        conn.execute(
+        if admission is not None:
+            admission.take(conn)
+        else:
+            _take_daily(conn, team, day, daily_limit)
+        inserted = conn.execute(
             submissions.insert().values(
                 public_id=public_id,
                 team_id=team.id,
@@ -207,7 +210,23 @@ def enqueue(
                 final=False,
             )
         )
+        if admission is not None:
+            admission.record(conn, inserted.inserted_primary_key[0])
     return public_id
+
+
+def _take_daily(conn: Connection, team: Team, day: str, daily_limit: int) -> None:
+    _ensure_quota_row(conn, team.id, day)
+    taken = conn.execute(
+        quota.update()
+        .where(quota.c.team_id == team.id, quota.c.day == day, quota.c.count < daily_limit)
+        .values(count=quota.c.count + 1)
+    )
+    if taken.rowcount != 1:
+        raise QuotaExceeded(
+            f"team {team.name!r} has used its {daily_limit} submissions for {day} (UTC); "
+            "try again tomorrow"
+        )
 
 
 # -- the queue -----------------------------------------------------------------------------------

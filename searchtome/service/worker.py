@@ -18,7 +18,7 @@ import uuid
 
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import Dataset, load
-from searchtome.service import health, store
+from searchtome.service import events, health, store
 from searchtome.service.checks import pack_scores, submission_folder, validate
 from searchtome.service.db import check_version, make_engine, one_line
 from searchtome.service.home import Home
@@ -54,6 +54,7 @@ class Worker:
 
     def run_one(self) -> bool:
         """Score one queued job; ``False`` when the queue was empty."""
+        events.fail_exhausted(self.engine, self.home.root)  # logged before claim fails them
         job = store.claim(self.engine, self.name, self.home.settings.lease_seconds)
         if job is None:
             return False

@@ -62,7 +62,7 @@ def one_line_error(status: int, raw: bytes) -> str:
     assert 400 <= status < 500, (status, raw[:300])
     assert raw.count(b"\n") == 0
     body = json.loads(raw)
-    assert list(body) == ["error"] and body["error"]
+    assert set(body) <= {"error", "remaining"} and body["error"]  # remaining: the quota left
     return body["error"]
 
 

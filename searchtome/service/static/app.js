@@ -38,9 +38,15 @@ document.addEventListener("DOMContentLoaded", () => {
     const sent = await fetch("/api/submissions", { headers: auth() });
     const reply = await sent.json();
     if (!sent.ok) { say("quota", "refused: " + reply.error); $("my-runs").hidden = true; return; }
-    const left = reply.remaining || (reply.quota && reply.quota.remaining);
-    say("quota", "Team " + reply.team + ": " + reply.runs.length + " run(s)" +
-      (left !== undefined ? "; uploads left: " + JSON.stringify(left) : ""));
+    const left = reply.remaining;
+    let text = "Team " + reply.team + ": " + reply.runs.length + " run(s)";
+    if (left) {
+      text += "; uploads left today: " + left.today + " of " + left.daily_limit;
+      if (left.phase_limit !== null && left.phase_limit !== undefined) {
+        text += "; in phase " + left.phase + ": " + left.in_phase + " of " + left.phase_limit;
+      }
+    }
+    say("quota", text);
     const body = $("my-runs").querySelector("tbody");
     body.replaceChildren();
     for (const run of reply.runs) {
