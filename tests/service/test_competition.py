@@ -75,10 +75,11 @@ def test_competition_rehearsal(release) -> None:
         status, body = send(server.url, tokens["alpha"], runs["perfect"])
         assert status == 403 and "'main', opens at" in body["error"]
         assert body["remaining"]["today"] == 10
-        assert "No phase is open." in get(server.url + "/")[1]
+        assert "Uploads are closed; <strong>main</strong> opens" in get(server.url + "/")[1]
 
         until(start)
-        assert "Phase main is open." in get(server.url + "/")[1]  # the cached board follows time
+        page = get(server.url + "/")[1]  # the cached board follows time
+        assert "<strong>main</strong> (final phase):\nuploads are open until" in page
         accepted = {}
         for team, run in (("alpha", "perfect"), ("beta", "half"), ("gamma", "most")):
             status, body = send(server.url, tokens[team], runs[run])
@@ -125,7 +126,7 @@ def test_competition_rehearsal(release) -> None:
         late_view = get(f"{server.url}/api/submissions/{late['id']}", tokens["beta"])[1]
         assert "private" not in late_view["scores"] and "frozen" in late_view["private_note"]
         page = get(server.url + "/")[1]
-        assert "after the deadline" in page and "frozen" in page
+        assert "After the deadline: not part of the competition" in page and "frozen" in page
 
     log = cli("server", "log", "--home", str(home)).stdout
     kinds = [line.split()[1] for line in log.splitlines()]
