@@ -27,6 +27,7 @@ from searchtome.leaderboard.expectations import read_expectations
 from searchtome.leaderboard.figures import plot, plot_curves, plot_paired
 from searchtome.leaderboard.html import render_html
 from searchtome.leaderboard.markdown import render_markdown
+from searchtome.leaderboard.ranking import rank_key
 from searchtome.leaderboard.results import (
     CURVES_KEY,
     MAIN_MEASURES,
@@ -185,11 +186,10 @@ def _validate_all(
 def _ranked_entries(
     board: Scoreboard, reports: Mapping[str, ValidationReport], submissions_root: str
 ) -> list[Entry]:
-    """One entry per system, best first: R@1, then R@3, then nDCG@3 (macro), then the name."""
+    """One entry per system, best first by :func:`rank_key` (macro means), then the name."""
 
     def sort_key(system: str) -> tuple[Any, ...]:
-        agg = board.aggregate(system)
-        return (-agg["R@1"], -agg["R@3"], -agg["nDCG@3"], system)
+        return (*rank_key(board.aggregate(system)), system)
 
     order = sorted((s.system for s in board.systems), key=sort_key)
     entries = []
