@@ -41,6 +41,7 @@ from searchtome.leaderboard.results import (
     PairedAnalysis,
     relative,
 )
+from searchtome.leaderboard.runlist import read_run_list, select
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.seeds import seed_spread, split_seed_runs
 from searchtome.leaderboard.significance import CompareOptions, compare
@@ -329,13 +330,20 @@ class LeaderboardOptions:
         )
 
 
-def _folders(submissions_dir: PathLike) -> list[Path]:
+def _folders(submissions_dir: PathLike, runs: PathLike | None = None) -> list[Path]:
+    """Every submission folder, or (``runs``) those the run list names."""
     folders = discover(submissions_dir)
     if not folders:
         raise SearchTomeError(
             f"{submissions_dir}: no submission folders (each needs meta.json and predictions.jsonl)"
         )
-    return folders
+    if runs is None:
+        return folders
+    chosen = select(folders, read_run_list(runs), runs)
+    for folder in folders:
+        if folder not in chosen:
+            log.info("%s: not ranked (%s does not list it)", folder, runs)
+    return chosen
 
 
 def _analyses(
@@ -356,14 +364,17 @@ def build_leaderboard(
     options: LeaderboardOptions | None = None,
     *,
     check: PathLike | Mapping[str, Any] | None = None,
+    runs: PathLike | None = None,
 ) -> LeaderboardResult:
     """Validate, score, test and render every submission; see the module docstring.
 
     ``check``: an expectations file (or its parsed content) to compare the aggregates with.
+    ``runs``: a run list (:mod:`~searchtome.leaderboard.runlist`); only the folders it names
+    are ranked.
     """
     o = options or LeaderboardOptions()
     dataset = data_dir if isinstance(data_dir, Dataset) else load(data_dir)
-    accepted, rejected = _validate_all(_folders(submissions_dir), dataset, o.split)
+    accepted, rejected = _validate_all(_folders(submissions_dir, runs), dataset, o.split)
     accepted, seed_runs, rejected = split_seed_runs(accepted, rejected)  # docs/seeds.md
     board = score_runs(
         [r.submission for r in accepted if r.submission is not None],
