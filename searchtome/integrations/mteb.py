@@ -122,11 +122,12 @@ def task_metadata(
     """MTEB metadata from the dataset's manifest and books: one subset (``eng-Latn``) per book.
 
     ``hub`` is the uploaded Hub dataset (``{"path", "revision"}``, :func:`hub_source`); without
-    it the dataset is named by its folder and its manifest's sha256 (40 hex digits).
+    it the dataset is named by its folder and its data files' sha256 (40 hex digits,
+    :mod:`searchtome.dataset.revision`: a card edit does not move it).
     """
     from searchtome.dataset.card import BIBTEX
     from searchtome.dataset.card_header import hf_license
-    from searchtome.io import sha256_file
+    from searchtome.dataset.revision import dataset_revision
 
     licences = sorted({hf_license(info.book.license) for info in ds.books.values()})
     domains = sorted(
@@ -134,10 +135,7 @@ def task_metadata(
     )
     generation = ds.manifest.generation
     if hub is None:
-        digest = (
-            sha256_file(ds.root / "manifest.json") if (ds.root / "manifest.json").is_file() else ""
-        )
-        hub = {"path": f"local/{ds.root.name}", "revision": (digest or "0" * 40)[:40]}
+        hub = {"path": f"local/{ds.root.name}", "revision": dataset_revision(ds.root)[:40]}
     return TaskMetadata(
         name=name or task_name(ds),
         description=task_description(ds),
