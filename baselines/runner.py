@@ -150,7 +150,12 @@ def check_run(run: Any, dataset: Any, split: str, free_form: bool = False) -> No
 
 
 def dataset_facts(dataset: Any) -> dict[str, Any]:
-    """Path, name, revision label and manifest hash of a loaded dataset, for ``meta.json``."""
+    """Path, name, revision label and manifest hash of a loaded dataset, for ``meta.json``.
+
+    The revision names the data files' hash (:mod:`searchtome.dataset.revision`), so a card
+    edit does not move it; the manifest's own hash is recorded beside it, as a fact of the run.
+    """
+    from searchtome.dataset.revision import dataset_revision
     from searchtome.io import sha256_file
 
     manifest = dataset.root / "manifest.json"
@@ -159,8 +164,7 @@ def dataset_facts(dataset: Any) -> dict[str, Any]:
     label = m.name or dataset.root.name
     version = m.label
     revision = f"{label}@{version}" if version else label
-    if digest:
-        revision += f" (manifest sha256:{digest[:16]})"
+    revision += f" (data sha256:{dataset_revision(dataset.root)[:16]})"
     return {
         "path": portable_path(dataset.root, "<DATA>"),
         "name": m.name,

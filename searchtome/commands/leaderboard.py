@@ -25,6 +25,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--submissions", required=True, help="folder holding one folder per submission")
     p.add_argument("--out", required=True, help="output folder")
+    p.add_argument(
+        "--runs",
+        metavar="RUNS.txt",
+        help="rank only the folders this file names, one per line (the committed board: "
+        "leaderboard/whole-child/runs.txt); default: every folder",
+    )
     p.add_argument("--split", default="test", help="split to score (default: test)")
     add_test_arguments(p)
     p.add_argument(
@@ -70,7 +76,9 @@ def _leaderboard(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         pair=None if args.no_pair else (args.pair[0], args.pair[1]),
     )
-    result = build_leaderboard(data, args.submissions, args.out, options, check=args.check)
+    result = build_leaderboard(
+        data, args.submissions, args.out, options, check=args.check, runs=args.runs
+    )
     print_main_table(result)
     print_rejected(result)
     print(f"wrote {result.out_dir}/leaderboard.md, leaderboard.json, index.html")

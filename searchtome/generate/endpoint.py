@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -64,6 +64,19 @@ class Endpoint:
     @property
     def base_url(self) -> str | None:
         return self.base_urls[0] if self.base_urls else None
+
+    @property
+    def defaults(self) -> Mapping[str, Any]:
+        """What a build leaves open takes these: the local model's, or a server's (the cache
+        replays a server's replies). The one place the two tables are chosen between."""
+        return LOCAL_DEFAULTS if self.kind is EndpointKind.LOCAL else REMOTE_DEFAULTS
+
+    def timeout(self, concurrency: int, temperature: float | None) -> float:
+        """Seconds per request when ``--timeout`` is not given: the local server's wait grows
+        with its batches (:func:`local_timeout`); a server's is the fixed default."""
+        if self.kind is EndpointKind.LOCAL:
+            return local_timeout(concurrency, temperature)
+        return float(self.defaults["timeout"])
 
 
 def endpoint_values(value: str | Sequence[str] | None) -> list[str]:
@@ -124,8 +137,7 @@ def generate(
     """Outcomes for every unit, asking the endpoint only for what the cache lacks."""
     from searchtome.llm.local import LOCAL_HOST_LABEL, SMOLLM2_LABEL, SMOLLM2_NOTE
 
-    defaults = LOCAL_DEFAULTS if endpoint.kind is EndpointKind.LOCAL else REMOTE_DEFAULTS
-    concurrency = opts.concurrency or defaults["concurrency"]
+    concurrency = opts.concurrency or endpoint.defaults["concurrency"]
     if endpoint.kind is EndpointKind.LOCAL:
         if opts.model and opts.model != SMOLLM2_LABEL and not Path(opts.model).is_dir():
             raise SearchTomeError(
@@ -225,9 +237,7 @@ def _live_pass(
     def run(urls: Sequence[str], model: str, host_label: str | None) -> list[UnitOutcome]:
         timeout = opts.timeout
         if timeout is None:
-            timeout = REMOTE_DEFAULTS["timeout"]
-            if endpoint.kind is EndpointKind.LOCAL:
-                timeout = local_timeout(concurrency, opts.temperature)
+            timeout = endpoint.timeout(concurrency, opts.temperature)
         cfg = ClientConfig(
             base_urls=tuple(urls),
             api_key=opts.api_key or os.environ.get("OPENAI_API_KEY") or None,

@@ -30,9 +30,9 @@ from typing import Any
 
 from searchtome.dataset.manifest import BuildRecord
 from searchtome.errors import SearchTomeError, unknown_name
-from searchtome.generate.endpoint import Endpoint, EndpointKind, generate, resolve_endpoint
+from searchtome.generate.endpoint import Endpoint, generate, resolve_endpoint
 from searchtome.generate.manifest import BUILD_FORMAT, BuildFacts, manifest_info
-from searchtome.generate.options import LOCAL_DEFAULTS, REMOTE_DEFAULTS, BuildOptions
+from searchtome.generate.options import BuildOptions
 from searchtome.generate.output import BuildOutput, up_to_date, write_output
 from searchtome.generate.paper import check_leaves, paper_comparison
 from searchtome.generate.questions import (
@@ -184,7 +184,7 @@ def check_failures(opts: BuildOptions, summary: BuildSummary) -> None:
 def _configs(opts: BuildOptions, endpoint: Endpoint) -> _Configs:
     """Each stage's configuration, the endpoint's defaults filling what ``opts`` leaves open;
     every setting is checked here, before any book is fetched."""
-    defaults = LOCAL_DEFAULTS if endpoint.kind is EndpointKind.LOCAL else REMOTE_DEFAULTS
+    defaults = endpoint.defaults
     if opts.strictness is not None and opts.strictness not in STRICTNESS:
         raise unknown_name("strictness", opts.strictness, STRICTNESS)
     if opts.split_rule not in RULES:

@@ -132,20 +132,18 @@ def task_metadata(
     """MTEB metadata from the dataset's manifest and books: one subset (``eng-Latn``) per book.
 
     ``hub`` is the uploaded Hub dataset (``{"path", "revision"}``, :func:`hub_source`); without
-    it the dataset is named by its folder and its manifest's sha256 (40 hex digits).
+    it the dataset is named by its folder and its data files' sha256 (40 hex digits,
+    :mod:`searchtome.dataset.revision`: a card edit does not move it).
     """
     from searchtome.dataset.card_header import hf_license
-    from searchtome.io import sha256_file
+    from searchtome.dataset.revision import dataset_revision
 
     licences = sorted({hf_license(info.book.license) for info in ds.books.values()})
     domains = sorted(
         {"Non-fiction", "Written"} | {_DOMAINS.get(ds.domain(b), "Academic") for b in ds.books}
     )
     if hub is None:
-        digest = (
-            sha256_file(ds.root / "manifest.json") if (ds.root / "manifest.json").is_file() else ""
-        )
-        hub = {"path": f"local/{ds.root.name}", "revision": (digest or "0" * 40)[:40]}
+        hub = {"path": f"local/{ds.root.name}", "revision": dataset_revision(ds.root)[:40]}
     return TaskMetadata(
         name=name or TASK_NAME,
         description=task_description(ds),

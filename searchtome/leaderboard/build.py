@@ -28,6 +28,7 @@ from searchtome.leaderboard.expectations import read_expectations
 from searchtome.leaderboard.figures import plot, plot_curves, plot_paired
 from searchtome.leaderboard.html import render_html
 from searchtome.leaderboard.markdown import render_markdown
+from searchtome.leaderboard.ranking import rank_key
 from searchtome.leaderboard.results import (
     BUDGET_MEASURES,
     CURVES_KEY,
@@ -42,6 +43,7 @@ from searchtome.leaderboard.results import (
     PairedAnalysis,
     relative,
 )
+from searchtome.leaderboard.runlist import read_run_list, select
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.seeds import seed_spread, split_seed_runs
 from searchtome.leaderboard.significance import CompareOptions, compare
@@ -187,11 +189,10 @@ def _validate_all(
 def _ranked_entries(
     board: Scoreboard, reports: Mapping[str, ValidationReport], submissions_root: str
 ) -> list[Entry]:
-    """One entry per system, best first: R@1, then R@3, then nDCG@3 (macro), then the name."""
+    """One entry per system, best first by :func:`rank_key` (macro means), then the name."""
 
     def sort_key(system: str) -> tuple[Any, ...]:
-        agg = board.aggregate(system)
-        return (-agg["R@1"], -agg["R@3"], -agg["nDCG@3"], system)
+        return (*rank_key(board.aggregate(system)), system)
 
     order = sorted((s.system for s in board.systems), key=sort_key)
     entries = []
@@ -334,13 +335,20 @@ class LeaderboardOptions:
         )
 
 
-def _folders(submissions_dir: PathLike) -> list[Path]:
+def _folders(submissions_dir: PathLike, runs: PathLike | None = None) -> list[Path]:
+    """Every submission folder, or (``runs``) those the run list names."""
     folders = discover(submissions_dir)
     if not folders:
         raise SearchTomeError(
             f"{submissions_dir}: no submission folders (each needs meta.json and predictions.jsonl)"
         )
-    return folders
+    if runs is None:
+        return folders
+    chosen = select(folders, read_run_list(runs), runs)
+    for folder in folders:
+        if folder not in chosen:
+            log.info("%s: not ranked (%s does not list it)", folder, runs)
+    return chosen
 
 
 def _analyses(
@@ -361,14 +369,17 @@ def build_leaderboard(
     options: LeaderboardOptions | None = None,
     *,
     check: PathLike | Mapping[str, Any] | None = None,
+    runs: PathLike | None = None,
 ) -> LeaderboardResult:
     """Validate, score, test and render every submission; see the module docstring.
 
     ``check``: an expectations file (or its parsed content) to compare the aggregates with.
+    ``runs``: a run list (:mod:`~searchtome.leaderboard.runlist`); only the folders it names
+    are ranked.
     """
     o = options or LeaderboardOptions()
     dataset = data_dir if isinstance(data_dir, Dataset) else load(data_dir)
-    accepted, rejected = _validate_all(_folders(submissions_dir), dataset, o.split)
+    accepted, rejected = _validate_all(_folders(submissions_dir, runs), dataset, o.split)
     accepted, seed_runs, rejected = split_seed_runs(accepted, rejected)  # docs/seeds.md
     board = score_runs(
         [r.submission for r in accepted if r.submission is not None],

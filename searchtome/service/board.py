@@ -21,6 +21,7 @@ import numpy as np
 from searchtome.dataset.loader import Dataset
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.comparison import OVERALL
+from searchtome.leaderboard.ranking import rank_key
 from searchtome.leaderboard.results import MAIN_MEASURES
 from searchtome.leaderboard.scoring import QueryTable, Scoreboard, SystemScores
 from searchtome.leaderboard.significance import CompareOptions, compare
@@ -119,8 +120,7 @@ def _scoreboard(runs: Sequence[Run], scopes: Scopes, mask: np.ndarray) -> Scoreb
 
 def _ranked(board: Scoreboard, runs: Sequence[Run]) -> list[Run]:
     def key(r: Run) -> tuple[Any, ...]:
-        agg = board.aggregate(r.key)
-        return (-agg["R@1"], -agg["R@3"], -agg["nDCG@3"], r.created_at, r.key)
+        return (*rank_key(board.aggregate(r.key)), r.created_at, r.key)
 
     return sorted(runs, key=key)
 

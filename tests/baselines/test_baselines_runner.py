@@ -79,7 +79,7 @@ def test_cli_run_writes_a_valid_submission(tiny_dataset, tmp_path, capsys):
     assert meta["command"].startswith("searchtome run bm25") and "k1=0.9" in meta["command"]
     assert meta["trained_on"] == [] and meta["models"] == []
     assert "rank-bm25" in meta["versions"] and "searchtome" in meta["versions"]
-    assert "manifest sha256" in meta["dataset_revision"] and meta["date"][:2] == "20"
+    assert "(data sha256:" in meta["dataset_revision"] and meta["date"][:2] == "20"
     info = meta["run_info"]  # wall time and memory live in meta.json, next to the config
     assert info["wall_time_s"] >= 0 and info["peak_rss_mib"] > 10
     assert info["overrides"] == {"k1": "0.9"}

@@ -77,3 +77,23 @@ def test_base_url_adds_an_endpoint(pdf_dir, tmp_path):  # noqa: F811
         args[args.index("--cache") : args.index("--cache")] = ["--base-url", b.base_url]
         assert main([*args, "--concurrency", "4"]) == 0
         assert a.chat_records() and b.chat_records()
+
+
+def test_the_endpoint_alone_chooses_between_local_and_remote_defaults(monkeypatch) -> None:
+    """``Endpoint.defaults`` is the one choice; the stages read it instead of choosing again."""
+    import inspect
+    from pathlib import Path
+
+    import searchtome.generate as generate
+    from searchtome.generate.endpoint import Endpoint, EndpointKind, local_timeout
+    from searchtome.generate.options import LOCAL_DEFAULTS, REMOTE_DEFAULTS
+
+    monkeypatch.setenv("SEARCHTOME_LOCAL_BATCH", "16")
+    local, cache = Endpoint(EndpointKind.LOCAL), Endpoint(EndpointKind.CACHE)
+    remote = Endpoint(EndpointKind.OPENAI, ("http://127.0.0.1:1/v1",))
+    assert local.defaults is LOCAL_DEFAULTS
+    assert remote.defaults is REMOTE_DEFAULTS and cache.defaults is REMOTE_DEFAULTS
+    assert local.timeout(16, 0.0) == local_timeout(16, 0.0) == 240
+    assert remote.timeout(16, 0.0) == REMOTE_DEFAULTS["timeout"]
+    sources = [p.read_text() for p in Path(inspect.getfile(generate)).parent.glob("*.py")]
+    assert sum(s.count("LOCAL_DEFAULTS if") for s in sources) == 1

@@ -24,6 +24,7 @@ from searchtome.leaderboard.analyses import RARE_MAX, Resampling, paired_analysi
 from searchtome.leaderboard.build import build_leaderboard
 from searchtome.leaderboard.checks import summary
 from searchtome.leaderboard.document import read_document, seeds_to_dict, to_json
+from searchtome.leaderboard.runlist import read_run_list
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.seeds import (
     GroupComparison,
@@ -86,8 +87,14 @@ def whole_child(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
-def _folders(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if (p / "meta.json").is_file())
+def _folders(root: Path, listed: Path | None = None) -> list[Path]:
+    """The run folders under ``root``, or those a run list names (the committed board's)."""
+    names = None if listed is None else set(read_run_list(listed))
+    return sorted(
+        p
+        for p in root.iterdir()
+        if (p / "meta.json").is_file() and (names is None or p.name in names)
+    )
 
 
 @dataclass
@@ -282,7 +289,9 @@ def _assert_committed_board(out: Path) -> None:
     """
     built = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     committed = sorted(
-        p.relative_to(BOARD) for p in BOARD.rglob("*") if p.is_file() and p.name != "expected.json"
+        p.relative_to(BOARD)
+        for p in BOARD.rglob("*")
+        if p.is_file() and p.name not in ("expected.json", "runs.txt")  # inputs, not outputs
     )
     assert built == committed
     for rel in built:
@@ -303,7 +312,7 @@ def _assert_committed_board(out: Path) -> None:
 @needs_data
 def test_groups_of_one_leave_every_output_byte_identical(whole_child, tmp_path, monkeypatch):
     """The committed board rebuilt where it lies relative to its runs, without any seed run."""
-    for folder in _folders(ROOT / "submissions"):
+    for folder in _folders(ROOT / "submissions", BOARD / "runs.txt"):
         if seed_name(folder.name) is None:  # committed seed runs, once there are any, stay out
             shutil.copytree(folder, tmp_path / "submissions" / folder.name)
     monkeypatch.chdir(tmp_path)
@@ -466,7 +475,7 @@ def test_seed_runs_add_a_section_and_change_nothing_else(
     """The committed board with seed runs beside it: every committed byte stays, and the check
     against the committed expectations still passes; the seed spread is all that is new."""
     subs = tmp_path / "submissions"
-    for folder in _folders(ROOT / "submissions"):
+    for folder in _folders(ROOT / "submissions", BOARD / "runs.txt"):
         shutil.copytree(folder, subs / folder.name)
     for seed in (101, 102):  # seeds no committed run uses
         perturbed_copy(subs / "stair", subs / f"stair-seed{seed}", seed, 0.08)

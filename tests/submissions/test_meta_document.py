@@ -16,6 +16,7 @@ from searchtome.baselines.registry import RunContext
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.costs import Cost
 from searchtome.leaderboard.curves import curve_from_meta
+from searchtome.leaderboard.runlist import read_run_list
 from searchtome.submissions.meta import (
     META_VERSION,
     RunMeta,
@@ -30,7 +31,11 @@ from searchtome.submissions.meta import (
 from searchtome.submissions.runinfo import Epoch, RunInfo, RunReport, TrainingReport, all_problems
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = sorted((ROOT / "submissions").glob("*/meta.json"))
+# The project's runs (the committed board's list); a researcher's folder need not use every part.
+COMMITTED = sorted(
+    ROOT / "submissions" / name / "meta.json"
+    for name in read_run_list(ROOT / "leaderboard" / "whole-child" / "runs.txt")
+)
 SHAPES = sorted((ROOT / "tests" / "fixtures" / "meta_shapes").glob("*.json"))
 
 

@@ -1,5 +1,8 @@
-"""The runs committed in ``submissions/`` validate and reproduce the committed leaderboard.
+"""The project's runs in ``submissions/`` validate and reproduce the committed leaderboard.
 
+The committed board ranks the runs ``leaderboard/whole-child/runs.txt`` lists; a researcher's
+folder added beside them by pull request is not on it, so nothing here changes when one is
+merged (tests/service/test_pr_flow.py walks that road).
 The Whole Child data are not in the repository (CC BY-NC-SA); the test imports them from the
 reproduction's release in ``../shared/`` exactly as the README says, then regenerates the
 leaderboard and checks it against ``leaderboard/whole-child/expected.json``.
@@ -13,11 +16,13 @@ from pathlib import Path
 import pytest
 
 from searchtome.cli import main
+from searchtome.leaderboard.runlist import read_run_list
 from searchtome.leaderboard.seeds import config_differences, seed_name
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER = ROOT.parent / "shared" / "peer" / "whole-child"
 BOARD = ROOT / "leaderboard" / "whole-child"
+RUNS = BOARD / "runs.txt"
 BASELINES = {
     "bm25",
     "bm25-plain",
@@ -47,14 +52,16 @@ def _strings(value: object) -> list[str]:
 
 
 def _committed(seed_runs: bool = False) -> set[str]:
-    """The committed runs: the systems, or (``seed_runs``) their other seeds (docs/seeds.md)."""
-    names = {p.name for p in (ROOT / "submissions").iterdir() if (p / "meta.json").is_file()}
+    """The committed board's runs: the systems, or (``seed_runs``) their other seeds
+    (docs/seeds.md). Other folders in ``submissions/`` are researchers' runs."""
+    names = set(read_run_list(RUNS))
     return {n for n in names if (seed_name(n) is not None) == seed_runs}
 
 
 def test_every_baseline_has_a_committed_run() -> None:
     assert _committed() == BASELINES | set(VARIANTS)
     for name in _committed() | _committed(seed_runs=True):
+        assert (ROOT / "submissions" / name / "meta.json").is_file(), name
         meta = json.loads((ROOT / "submissions" / name / "meta.json").read_text())
         assert meta["system"] == name and meta["split"] == "test"
         assert "whole-child" in meta["dataset_revision"]
@@ -99,7 +106,7 @@ def test_committed_runs_reproduce_the_committed_leaderboard(tmp_path, capsys) ->
     assert main(["--no-progress", "import", "repro", str(PEER), "--out", str(data)]) == 0
     out = tmp_path / "board"
     args = ["--no-progress", "leaderboard", "--data", str(data)]
-    args += ["--submissions", str(ROOT / "submissions"), "--out", str(out)]
+    args += ["--submissions", str(ROOT / "submissions"), "--runs", str(RUNS), "--out", str(out)]
     assert main([*args, "--check", str(BOARD / "expected.json")]) == 0
     logged = capsys.readouterr().err
     board = json.loads((out / "leaderboard.json").read_text())
