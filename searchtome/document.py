@@ -156,6 +156,17 @@ class Format:
         return {**body, FORMAT_KEY: self.tag} if self.keyed else dict(body)
 
 
+def before_format(raw: Mapping[str, Any]) -> int | None:
+    """A :attr:`Format.shape` for documents that gained ``format`` at version 1: a file without
+    it is version 0 (None: ``format`` tells)."""
+    return None if FORMAT_KEY in raw else 0
+
+
+def unchanged(raw: dict[str, Any]) -> dict[str, Any]:
+    """The upgrade step of a version that only added ``format``."""
+    return raw
+
+
 def derive(obj: Mapping[str, Any], **values: Any) -> dict[str, Any]:
     """``obj`` with ``values`` filled in by an upgrade step: read, never written back."""
     out = {**obj, **values}

@@ -100,6 +100,7 @@ class TrainingReport(Part):
     dev_r1_per_epoch: tuple[float, ...] | None = None
     examples: int | None = None
     n_examples: int | None = None
+    n_pairs: int | None = None  # a cross-encoder's (query, passage) training pairs
     steps: int | None = None
     resumed_from: int | None = None
     seconds: float | None = None

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from searchtome.baselines.registry import RunContext
 
+from searchtome.document import all_problems
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.costs import Cost
 from searchtome.leaderboard.curves import curve_from_meta
@@ -27,7 +28,6 @@ from searchtome.submissions.meta import (
     shown_fields,
     write_meta,
 )
-from searchtome.document import all_problems
 from searchtome.submissions.runinfo import Epoch, RunInfo, RunReport, TrainingReport
 
 ROOT = Path(__file__).resolve().parents[2]
