@@ -131,7 +131,8 @@ class Format:
         prefix = f"{self.name}-v"
         number = fmt[len(prefix) :] if isinstance(fmt, str) and fmt.startswith(prefix) else ""
         if not number.isdigit():
-            raise FieldError(FORMAT_KEY, expected(f'"{prefix}N"', fmt, missing=fmt is None))
+            missing = FORMAT_KEY not in raw
+            raise FieldError(FORMAT_KEY, expected(f'"{prefix}N"', fmt, missing=missing))
         if int(number) > self.version:
             raise FieldError(
                 FORMAT_KEY,
@@ -205,13 +206,18 @@ class Reading:
 
 
 def read_record(cls: type[S], data: Any, where: str = "", mode: Mode | Reading | None = None) -> S:
-    """``data`` as a ``cls`` (a :class:`Record`, or a plain dataclass: then every key must be
-    one of its fields); ``where`` is its dotted path in the document."""
+    """``data`` as a ``cls``; ``where`` is its dotted path in the document.
+
+    ``cls`` is a :class:`Record`, or a plain dataclass (a result type that is also written as a
+    part of a document): such a class keeps unknown keys when it has an ``extra`` field, and
+    refuses them otherwise.
+    """
     how = _reading(cls, mode)
     if not isinstance(data, Mapping):
         raise FieldError(where, expected("an object", data))
     by_key = {key: (name, hint, f) for name, key, hint, f in _fields(cls)}
     record = issubclass(cls, Record)
+    keeps = record or "extra" in {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     values: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     nulls: set[str] = set()
@@ -221,7 +227,7 @@ def read_record(cls: type[S], data: Any, where: str = "", mode: Mode | Reading |
             continue
         at = join(where, str(key))
         if key not in by_key:
-            if not record:
+            if not keeps:
                 raise FieldError(at, "unknown field")
             extra[key] = value
             continue
@@ -240,7 +246,7 @@ def read_record(cls: type[S], data: Any, where: str = "", mode: Mode | Reading |
             problems.append(str(bad))
     _check_required(cls, values, where)
     if not record:
-        return cls(**values)
+        return cls(**values, **({"extra": extra} if keeps else {}))
     derived = frozenset(data.get(_DERIVED, ()))
     return cls(  # type: ignore[call-arg]
         **values,

@@ -6,6 +6,7 @@ The fields and their JSON types are in :data:`~searchtome.submissions.schema.MET
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import sys
@@ -15,7 +16,17 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from searchtome.document import Format, all_problems, derive, read_document
+from searchtome.document import (
+    FieldError,
+    Format,
+    Mode,
+    Reading,
+    all_problems,
+    derive,
+    expected,
+    read_document,
+    read_record,
+)
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import hardware as describe_hardware
 from searchtome.io import PathLike, atomic_write, dumps
@@ -300,6 +311,16 @@ def parse_run_meta(raw: Mapping[str, Any] | RunMeta) -> RunMeta:
     if isinstance(raw, RunMeta):
         return raw
     return read_document(META, RunMeta, raw, META_FILE, "fix meta.json")
+
+
+def read_embedded(value: Any, where: str, how: Reading) -> RunMeta:
+    """A ``meta.json`` kept inside another document (a leaderboard entry): upgraded and read
+    leniently, as :func:`parse_run_meta` reads it (a :mod:`searchtome.document` field reader)."""
+    if not isinstance(value, Mapping):
+        raise FieldError(where, expected("an object", value))
+    body, version = META.upgrade(value)
+    meta = read_record(RunMeta, body, where, Mode.LENIENT)
+    return dataclasses.replace(meta, read_version=version)
 
 
 def read_run_meta(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> RunMeta:
