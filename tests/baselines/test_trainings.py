@@ -85,7 +85,10 @@ def test_a_mistyped_training_report_names_the_field(tmp_path, monkeypatch, capsy
     (folder / "searchtome.json").write_text(json.dumps({"training": report}))
     assert main(["ls", "trainings"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "gggg/searchtome.json: training.history: expected a list of epochs" in err[0]
+    assert (
+        len(err) == 1
+        and "gggg/searchtome.json: training.history: expected a list of epochs" in err[0]
+    )
 
 
 # -- the adapter card (searchtome.json) ---------------------------------------------------------
