@@ -233,12 +233,11 @@ def read_record(cls: type[S], data: Any, where: str = "", mode: Mode | Reading |
             continue
         name, hint, f = by_key[key]
         if value is None and _optional(hint) and "read" not in f.metadata:
-            nulls.add(key)
+            nulls.add(key)  # null, not missing: written back as null
             values[name] = None
             continue
         try:
-            reader = f.metadata.get("read")
-            values[name] = reader(value, at, how) if reader else convert(value, hint, at, how)
+            values[name] = _read_field(f, hint, value, at, how)
         except FieldError as bad:
             if how.mode is Mode.STRICT or not record:
                 raise
@@ -255,6 +254,12 @@ def read_record(cls: type[S], data: Any, where: str = "", mode: Mode | Reading |
         derived=derived,
         problems=tuple(problems),
     )
+
+
+def _read_field(f: dataclasses.Field[Any], hint: Any, value: Any, where: str, how: Reading) -> Any:
+    """A field's value: through its own reader (metadata ``read``) or checked against its type."""
+    reader = f.metadata.get("read")
+    return reader(value, where, how) if reader else convert(value, hint, where, how)
 
 
 def _reading(cls: type, mode: Mode | Reading | None) -> Reading:
@@ -385,9 +390,13 @@ def all_problems(record: Record) -> list[str]:
     found = list(record.problems)
     for name, _, _, _ in _fields(type(record)):
         value = getattr(record, name)
-        inner: Any = value.values() if isinstance(value, Mapping) else value
-        inner = inner if isinstance(inner, tuple | list | type({}.values())) else (value,)
-        found += [p for v in inner if isinstance(v, Record) for p in all_problems(v)]
+        if isinstance(value, Mapping):
+            parts = list(value.values())
+        elif isinstance(value, tuple | list):
+            parts = list(value)
+        else:
+            parts = [value]
+        found += [p for v in parts if isinstance(v, Record) for p in all_problems(v)]
     return found
 
 
