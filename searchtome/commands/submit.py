@@ -28,19 +28,20 @@ def _run(args: argparse.Namespace) -> int:
     import json
 
     from searchtome.service.client import submit
+    from searchtome.service.replies import Accepted
 
     result = submit(args.submission, args.server, args.token, meta=args.meta, wait=args.wait)
-    if not args.wait:
-        print(f"accepted as {result['id']} (queued); check with --wait or GET {result['url']}")
+    if isinstance(result, Accepted):
+        print(f"accepted as {result.id} (queued); check with --wait or GET {result.url}")
         return 0
-    print(f"{result['id']}: scored")
-    for scope, part in result.get("scores", {}).items():
-        agg = part["aggregate"]
+    print(f"{result.id}: scored")
+    for scope, part in (result.scores or {}).items():
+        agg = part.aggregate
         print(
-            f"  {scope} ({part['n_queries']} queries): R@1 {agg['R@1'] * 100:.1f}  "
+            f"  {scope} ({part.n_queries} queries): R@1 {agg['R@1'] * 100:.1f}  "
             f"R@3 {agg['R@3'] * 100:.1f}  nDCG@3 {agg['nDCG@3'] * 100:.1f}  "
             f"non-leaf@1 {agg['NonLeaf@1'] * 100:.1f}  invalid@1 {agg['Invalid@1'] * 100:.1f}"
         )
     if args.verbose:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
     return 0
