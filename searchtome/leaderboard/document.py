@@ -3,12 +3,15 @@ its one reader.
 
 :func:`document_of` turns a build's :class:`~searchtome.leaderboard.results.LeaderboardResult`
 into a :class:`LeaderboardDocument`; :func:`to_json` is the only code that writes the file's
-text and :func:`read_document` the only code that reads it. Every file goes through
-:func:`upgrade` first, which fills in what older files of the same format lack (the fields
-were added one by one under ``searchtome-leaderboard-v1``: ranking depth and predictions file
-name, then learning curves, then empty rankings, system cards and colours), so a file of any
-age loads as the current shape. Values JSON cannot hold (NaN: an interval built with
-``--bootstrap 0``) are written as ``null`` and read back as NaN.
+text and :func:`read_document` the only code that reads it, on the document kernel
+(:mod:`searchtome.document`): the version through :data:`LEADERBOARD`, every value typed
+strictly against the result dataclasses (one error line naming the field), an entry's unknown
+keys kept in its ``extra``. Every file then goes through :func:`complete`, which fills in what
+older files of the same format lack (the fields were added one by one under
+``searchtome-leaderboard-v1``: ranking depth and predictions file name, then learning curves,
+then empty rankings, system cards and colours), so a file of any age loads as the current
+shape. Values JSON cannot hold (NaN: an interval built with ``--bootstrap 0``) are written as
+``null`` and read back as NaN.
 
 A new section is one field on :class:`LeaderboardDocument`, one line in :func:`_encode` and one
 in :func:`_decode`.
