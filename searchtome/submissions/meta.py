@@ -298,7 +298,7 @@ META = Format(
     META_VERSION,
     upgrades=(_upgrade_from_1,),
     keyed=False,
-    shape=lambda raw: shape_version(raw),
+    shape=shape_version,
 )
 
 
