@@ -53,7 +53,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from searchtome.baselines.model_files import WEIGHT_SUFFIXES, declared_prompts, model_record
+from searchtome.baselines.model_files import (
+    LOCAL_FOLDER,
+    WEIGHT_SUFFIXES,
+    declared_prompts,
+    model_record,
+)
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
@@ -272,7 +277,7 @@ class Encoder:
     def model_label(self) -> str:
         """The model as meta.json names it (the offline MiniLM by its hub name and wheel)."""
         name, revision = self.model["name"], self.model["revision"]
-        if self._is_wheel_minilm:
+        if self._is_wheel_minilm or str(revision).startswith(LOCAL_FOLDER):
             return f"{name} ({revision})" if revision else str(name)
         return f"{name}@{revision}" if revision else str(name)
 
@@ -310,7 +315,7 @@ class Encoder:
         c = self.config
         config = asdict(c)
         if Path(c.model).is_absolute():  # a folder of this machine: named, never located
-            config["model"] = self.model["name"]
+            config["model"] = Path(c.model).name
         declared = declared_prompts(c.model, c.revision) if c.model_prompts else {}
         own = {"query": c.query_prefix, "passage": c.passage_prefix}
         return {

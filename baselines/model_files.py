@@ -78,7 +78,9 @@ def model_record(model: str, revision: str | None) -> dict[str, str | None]:
     """The model as meta.json names it: a name and a revision, never a path of this machine.
 
     A hub id keeps its name and revision; a snapshot in the hub cache is named by its repository
-    and commit; any other folder by its own name and ``sha256:`` of its weights and configs.
+    and commit; any other folder by the hub model it declares (:func:`declared_model`; else its
+    own name) and ``local folder NAME, sha256:`` of its weights and configs, so a reader sees both
+    what the weights claim to be and that they were not fetched from that hub revision.
     """
     from searchtome.llm.models import resolve
 
@@ -95,4 +97,29 @@ def model_record(model: str, revision: str | None) -> dict[str, str | None]:
             with p.open("rb") as fh:
                 for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
                     digest.update(block)
-    return {"name": path.resolve().name, "revision": f"sha256:{digest.hexdigest()[:16]}"}
+    folder = path.resolve().name
+    name = declared_model(path) or folder
+    return {"name": name, "revision": f"{LOCAL_FOLDER}{folder}, sha256:{digest.hexdigest()[:16]}"}
+
+
+LOCAL_FOLDER = "local folder "  # how a revision says the weights came from a folder, not a hub
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def declared_model(path: Path) -> str | None:
+    """The hub model a saved folder says it is: ``config.json``'s ``_name_or_path`` when that is
+    a hub id, else the card's ``base_model``; ``None`` when it declares neither."""
+    config = path / "config.json"
+    try:
+        declared = json.loads(config.read_text(encoding="utf-8")).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        declared = None
+    if isinstance(declared, str) and _HUB_ID.match(declared):
+        return declared
+    card = path / "README.md"
+    text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else ""
+    front = text.split("---", 2)[1] if text.startswith("---") and text.count("---") >= 2 else ""
+    found = re.search(
+        r"^base_model:[ \t]*(?:\n[ \t]*-[ \t]*)?['\"]?([^\s'\"]+)", front, re.MULTILINE
+    )
+    return found.group(1) if found and _HUB_ID.match(found.group(1)) else None

@@ -9,9 +9,11 @@ here", and the gap to ``bm25`` / ``dpr`` says what our tuned choices add.
 float64 where Lucene computes in float32 (so near-ties may order differently):
 
 * the ``standard`` analyzer: Unicode word segmentation (UAX #29, as Lucene's
-  ``StandardTokenizer``; the ``regex`` package's word boundaries implement the same rules), tokens
-  longer than 255 characters split, lower-cased; no stop words (``_none_`` by default since
-  Elasticsearch 5) and no stemming;
+  ``StandardTokenizer``; the ``regex`` package's word boundaries implement the same rules), of
+  which the segments with a letter or a ``Word_Break=Numeric`` digit are words and the emoji
+  characters (``©``, ``®``, ``™`` among them) are tokens of their own, as Lucene's grammar has
+  it (so ``½`` and ``²`` are dropped); tokens longer than 255 characters split, lower-cased; no
+  stop words (``_none_`` by default since Elasticsearch 5) and no stemming;
 * ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` over the book's leaves (one index per book, one shard);
 * ``score = idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` with k1 1.2, b 0.75: Lucene
   dropped the constant ``(k1 + 1)`` numerator factor in 8.0 (LUCENE-8563), which changes no
@@ -68,14 +70,30 @@ class BM25PaperConfig:
             raise SearchTomeError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, not {self.k1}, {self.b}")
 
 
+# What makes a UAX #29 segment a token in Lucene's StandardTokenizer (its grammar's word, number,
+# Katakana, Hangul, Han, Hiragana and South East Asian rules): a letter or a Word_Break=Numeric
+# digit. A vulgar fraction (½) or a superscript (²) is a number to Unicode but Word_Break=Other,
+# so Lucene drops it; a letter-like number (Ⅻ) is ALetter and kept.
+_WORD_CHAR = (
+    r"(?V1)[\p{WB=ALetter}\p{WB=Hebrew_Letter}\p{WB=Numeric}\p{WB=Katakana}\p{Script=Han}"
+    r"\p{Script=Hiragana}\p{LB=Complex_Context}[\p{Block=Halfwidth_And_Fullwidth_Forms}&&\p{Nd}]]"
+)
+# Lucene's EMOJI tokens: an Extended_Pictographic character (©, ®, ™ are) or another Emoji
+# character that is not a digit, #, *, a regional indicator or a skin-tone modifier alone.
+_EMOJI = (
+    r"(?V1)[\p{Extended_Pictographic}[\p{Emoji}--[0-9#*\p{Regional_Indicator}\p{Emoji_Modifier}]]]"
+    r"|\p{Regional_Indicator}{2}"  # a flag
+)
+
+
 def standard_analyzer(text: str) -> list[str]:
     """Elasticsearch's ``standard`` analyzer: UAX #29 words, lower-cased, nothing removed."""
     import regex
 
     tokens: list[str] = []
     for segment in regex.split(r"(?V1w)\b", text):
-        if not regex.search(r"[\p{L}\p{N}]", segment):
-            continue  # spaces and punctuation: StandardTokenizer emits no token for them
+        if not (regex.search(_WORD_CHAR, segment) or regex.match(_EMOJI, segment)):
+            continue  # spaces, punctuation, ½ or ²: StandardTokenizer emits no token for them
         word = segment.lower()
         tokens += [word[i : i + MAX_TOKEN_LENGTH] for i in range(0, len(word), MAX_TOKEN_LENGTH)]
     return tokens

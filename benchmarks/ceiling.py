@@ -18,8 +18,9 @@ the gold's rank, reads the hand labels (``LABELS``: JSON list of ``{"query_id", 
 * ``vague``: the question does not single out one leaf (generic, or about the whole book).
 
 Every label but ``gold-only`` is a question on which the gold leaf is not the only defensible
-answer; the R@1 a perfect reader-like system could reach is then at most ``R@1 + (share of
-gold-only among the misses) * miss rate`` (Wilson 95 % interval on that share).
+answer. The ceiling, the R@1 a perfect reader-like system could reach, is estimated as
+``R@1 + (share of gold-only among the misses) * miss rate`` (Wilson 95 % interval on that
+share): an estimate from a labelled sample of misses and one reader's labels, not a bound.
 """
 
 from __future__ import annotations

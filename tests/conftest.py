@@ -192,13 +192,21 @@ def make_tiny_dataset(root: Path, seed: int = 7) -> Path:
     rng = random.Random(seed)
     books = [
         BookInfo(
-            Book("alpha-bio", "Natural Sciences", "Alpha Biology", license="CC BY 4.0"), n_pages=20
+            Book(
+                "alpha-bio",
+                "Natural Sciences",
+                "Alpha Biology",
+                authors=("Ada Okafor",),
+                license="CC BY 4.0",
+            ),
+            n_pages=20,
         ),
         BookInfo(
             Book(
                 "beta-law",
                 "Law",
                 "Beta Law",
+                authors=("Lin Park", "Sam Rivera"),
                 license="CC BY-NC-SA 4.0",
                 restrictions=("no-llm-training",),
             ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from searchtome.errors import SearchTomeError
 from searchtome.service.home import ServerSettings
@@ -52,6 +53,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     init.add_argument(
         "--permutations", type=int, help=f"randomization-test permutations ({D.permutations})"
     )
+    init.add_argument("--title", help="the competition's name on its page (the dataset's)")
+    init.add_argument("--description", help="what the competition is, shown under the title")
+    init.add_argument(
+        "--rules", metavar="FILE", help="a text file of rules shown on the page (paragraphs)"
+    )
     init.set_defaults(func=_init)
 
     add = sub.add_parser("add-team", parents=[home], help="create a team; prints its token once")
@@ -90,6 +96,17 @@ def _engine(args: argparse.Namespace):
     return engine
 
 
+def _read_rules(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SearchTomeError(
+            f"--rules {path}: cannot read it ({exc}); give a UTF-8 text file"
+        ) from None
+
+
 def _init(args: argparse.Namespace) -> int:
     from searchtome.service.home import init_home
 
@@ -105,6 +122,9 @@ def _init(args: argparse.Namespace) -> int:
         upload_max_bytes=None if mb is None else int(mb * (1 << 20)),
         lease_seconds=args.lease_seconds,
         permutations=args.permutations,
+        title=args.title,
+        description=args.description,
+        rules=_read_rules(args.rules),
     )
     s = home.settings
     print(

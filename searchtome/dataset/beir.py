@@ -157,7 +157,7 @@ def export_beir(
 ) -> dict[str, Any]:
     """Write BEIR folders (per book and pooled) into ``out_dir``; return the counts written."""
     ds = data if isinstance(data, Dataset) else load(data)
-    splits = check_splits(splits)
+    splits = check_splits(splits, ds)
     book_ids = selected_books(ds, books)
     if POOLED in book_ids and per_book:
         raise SearchTomeError(f"book id {POOLED!r} collides with the pooled folder's name")
@@ -182,7 +182,7 @@ def export_trec(
 ) -> dict[str, Any]:
     """Write TREC qrels (``qid 0 docno rel``) and query TSVs per split into ``out_dir``."""
     ds = data if isinstance(data, Dataset) else load(data)
-    splits = check_splits(splits)
+    splits = check_splits(splits, ds)
     book_ids = selected_books(ds, books)
     out = Path(out_dir)
     summary: dict[str, Any] = {"format": "trec", "splits": list(splits), "queries": {}}
@@ -210,12 +210,20 @@ def _write_lines(path: Path, lines: Iterable[str]) -> None:
             fh.write(line + "\n")
 
 
-def check_splits(splits: Sequence[str]) -> list[str]:
+def check_splits(splits: Sequence[str], ds: Dataset | None = None) -> list[str]:
+    """``splits`` as a list; refused when one is unknown or, in ``ds``, has its gold held back
+    (a blind release's public half: its qrels would name no leaf)."""
     from searchtome.errors import unknown_name
 
     for s in splits:
         if s not in SPLITS:
             raise unknown_name("split", s, SPLITS)
+        if ds is not None and ds.held_back(s):
+            others = ",".join(x for x in SPLITS if x != s and ds.queries(x))
+            raise SearchTomeError(
+                f"{ds.root}: the {s} split's gold is held back in this blind release, so its "
+                f"qrels cannot be exported; leave it out (--splits {others})"
+            )
     return list(splits)
 
 

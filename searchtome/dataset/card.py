@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from searchtome.dataset.card_header import (
+    card_metadata,
     configs_for,
     generated_metadata,
+    hand_written,
     hf_license,
     merge_metadata,
 )
@@ -102,15 +104,173 @@ def render_block(data_dir: PathLike, repo_id: str | None = None) -> str:
     lines += _blind_note(blind) if blind else []
     lines += _usage(root, repo_id, blind)
     lines += _books_table(ds)
+    lines += _attribution(ds)
+    lines += _example(ds)
     lines += _counts(ds)
     # A blind release's manifest keeps no generation or split record: say only what is here.
     lines += [] if blind else _provenance(ds.manifest)
     lines += _limitations(ds)
+    lines += _personal_information(ds)
     lines += _how_to_score(blind)
     lines += _licences(ds)
-    lines += ["", "## Citation", "", f"SearchTome was introduced in *{PAPER}*:", "", "```bibtex"]
-    lines += [BIBTEX, "```", "", END]
-    return "\n".join(lines) + "\n"
+    lines += _citation()
+    return "\n".join([*lines, "", END]) + "\n"
+
+
+def _citation() -> list[str]:
+    intro = f"SearchTome was introduced in *{PAPER}*:"
+    return ["", "## Citation", "", intro, "", "```bibtex", BIBTEX, "```"]
+
+
+def mteb_card(ds: Dataset, configs: list[dict[str, Any]]) -> str:
+    """The card of ``searchtome export mteb``'s folder: the main card's header and sections,
+    told for MTEB's columns (one subset per book: ``{book}-corpus``, ``-queries``, ``-qrels``)."""
+    from huggingface_hub import DatasetCardData
+
+    name = ds.manifest.name or ds.root.name
+    header = card_metadata(ds, configs, mteb=True)
+    header["pretty_name"] = f"{header['pretty_name']} (MTEB layout)"
+    lines = [f"# {name} (MTEB layout)", ""]
+    lines += _intro(ds, name)[2:]
+    lines += [
+        "## Configurations",
+        "",
+        "One MTEB subset per book: `{book}-corpus` (`id`: a leaf id, `title`, `text`), "
+        "`{book}-queries` (`id`: a query id, `text`) and `{book}-qrels` (`query-id`, "
+        "`corpus-id`, `score`), written by `searchtome export mteb`. Load it with "
+        "`searchtome.mteb.SearchTomeRetrieval` or an MTEB task whose `dataset.path` points here.",
+    ]
+    lines += ["", *_books_table(ds)]
+    lines += _attribution(ds, layout="MTEB")
+    lines += _example(ds, mteb=True)
+    lines += _counts(ds)
+    lines += [] if ds.manifest.blind_split else _provenance(ds.manifest)
+    lines += _limitations(ds)
+    lines += _personal_information(ds)
+    lines += _licences(ds)
+    lines += _citation()
+    yaml = DatasetCardData(**header).to_yaml()
+    return f"---\n{yaml}\n---\n\n" + "\n".join(lines) + "\n"
+
+
+def _authors(names: Sequence[str]) -> str:
+    if not names:
+        return "authors not recorded in the catalog"
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _changes(ds: Dataset, layout: str | None = None) -> str:
+    """What was done to the books to make these rows (the licences' "indicate changes")."""
+    m = ds.manifest
+    model = str(m.generation.model) if m.generation and m.generation.model else "a language model"
+    source = m.source if isinstance(m.source, Source) and m.source.repository else None
+    if source is not None:
+        made = (
+            f"converted from an independent reproduction's release ({source.repository}, "
+            f"licence {source.license}), which extracted the sections and paragraphs from the "
+            "PDF and generated the questions with a language model; SearchTome renamed the "
+            "ToC ids and kept the text as released"
+        )
+    else:
+        made = (
+            "the PDF's text was extracted automatically and split into the sections of its ToC "
+            "leaves and their paragraphs (running headers, figures and tables can be garbled or "
+            f"lost; titles kept), and questions about the sections were written by {model}"
+        )
+    hand = hand_written(ds)
+    parts = [made]
+    if hand:
+        parts.append(f"{hand} question(s) were written by hand for the release, not by the LLM")
+    if m.blind_split:
+        parts.append(f"the {m.blind_split} questions' gold leaves are held back from this folder")
+    if layout:
+        parts.append(f"the rows are laid out for {layout}")
+    return "; ".join(parts) + ". The questions and labels are not the authors' work."
+
+
+def _attribution(ds: Dataset, layout: str | None = None) -> list[str]:
+    """Credit for every book: authors, title, source, licence, and what was changed."""
+    lines = [
+        "",
+        "## Attribution",
+        "",
+        "Every row derives from one book (its `book_id`); credit the book as its licence asks:",
+        "",
+    ]
+    for b in ds.book_ids():
+        book = ds.books[b].book
+        where = ", ".join(x for x in (book.publisher, book.edition) if x)
+        licence = book.license or "licence not recorded"
+        if book.license_url:
+            licence = f"[{licence}]({book.license_url})"
+        source = book.landing_url or (book.pdf_urls[0] if book.pdf_urls else "not recorded")
+        lines.append(
+            f"- `{b}`: *{_md(book.title)}* by {_authors(book.authors)}"
+            + (f" ({where})" if where else "")
+            + f". Source: {source}. Licence: {licence}."
+        )
+    return [*lines, "", f"Changes: {_changes(ds, layout)}"]
+
+
+def _example_query(ds: Dataset) -> Any:
+    """The first question of the first split whose gold is here (never a held-back one)."""
+    for split in SPLITS:
+        queries = [q for q in ds.queries(split) if q.leaf_id] if not ds.held_back(split) else []
+        if queries:
+            return queries[0]
+    return None
+
+
+def _example(ds: Dataset, mteb: bool = False) -> list[str]:
+    """One row of each kind, the question's gold leaf among them (its text cut at 300 chars)."""
+    q = _example_query(ds)
+    if q is None:
+        return []
+    leaf = ds.leaf(q.leaf_id)
+    text = leaf.text if len(leaf.text) <= 300 else leaf.text[:300].rstrip() + "…"
+    if mteb:
+        rows = {
+            f"{q.book_id}-corpus": {"id": leaf.leaf_id, "title": leaf.title, "text": text},
+            f"{q.book_id}-queries ({q.split})": {"id": q.query_id, "text": q.text},
+            f"{q.book_id}-qrels ({q.split})": {
+                "query-id": q.query_id,
+                "corpus-id": leaf.leaf_id,
+                "score": 1,
+            },
+        }
+    else:
+        rows = {
+            "corpus": {
+                "leaf_id": leaf.leaf_id,
+                "book_id": leaf.book_id,
+                "title": leaf.title,
+                "text": text,
+            },
+            f"queries ({q.split})": {"query_id": q.query_id, "book_id": q.book_id, "text": q.text},
+            f"default ({q.split})": {"query-id": q.query_id, "corpus-id": leaf.leaf_id, "score": 1},
+        }
+    lines = ["", "## Example", "", "A question, its gold leaf and the qrel joining them:", ""]
+    for config, row in rows.items():
+        lines += [f"`{config}`:", "", "```json", json.dumps(row, ensure_ascii=False), "```", ""]
+    return lines[:-1]
+
+
+def _personal_information(ds: Dataset) -> list[str]:
+    hand = hand_written(ds)
+    written = "written by a language model from the paragraphs" + (
+        f" ({hand} by hand for the release)" if hand else ""
+    )
+    return [
+        "",
+        "## Personal and sensitive information",
+        "",
+        "The section text is the books' published text: it names the books' authors and the "
+        "people the books cite, quote or describe (examples and case studies may name people, "
+        f"real or invented). Nothing was collected from users: the questions were {written}, "
+        "so they hold no personal data beyond what the paragraphs hold. The text was not "
+        "screened for personal or sensitive information beyond the publishers' own editing; "
+        "textbooks on health, education, law or finance discuss such subjects, in general terms.",
+    ]
 
 
 def _intro(ds: Dataset, name: str) -> list[str]:
@@ -438,6 +598,13 @@ def build_card(
         if theirs.get("pretty_name") == load(data_dir).manifest.name:
             theirs.pop("pretty_name")
     merged, notes = merge_metadata(theirs, ours)
+    if "mteb" in merged.get("tags", []) and "mteb" not in ours["tags"]:
+        # An earlier card tagged every folder; MTEB loads only a folder with its layout.
+        merged["tags"] = [t for t in merged["tags"] if t != "mteb"]
+        notes.append(
+            "tags: 'mteb' removed: this folder holds no layout MTEB can load "
+            "(`searchtome export mteb DATA --out DATA/mteb` adds one)"
+        )
     if _BLOCK_RE.search(body):
         body = _BLOCK_RE.sub(lambda _: block.rstrip("\n"), body, count=1)
     elif body.strip():

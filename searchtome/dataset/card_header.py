@@ -22,7 +22,7 @@ from searchtome.dataset.layout import (
     qrels_file,
     queries_file,
 )
-from searchtome.dataset.loader import load
+from searchtome.dataset.loader import Dataset, load
 from searchtome.dataset.manifest import DatasetManifest
 from searchtome.io import PathLike
 from searchtome.records import SPLITS
@@ -56,13 +56,19 @@ _CC_WORDS = {
 }
 _CC_ORDER = ("by", "nc", "nd", "sa")
 
-# Keys of our YAML header that are facts about the data: always regenerated.
-_OWNED_KEYS = ("license", "size_categories", "source_datasets")
+# Keys of our YAML header that are facts about the data: always regenerated. Who wrote the text
+# and the labels is one of them: a card kept from an earlier build must not go on claiming
+# experts for questions an LLM wrote.
+_OWNED_KEYS = (
+    "license",
+    "size_categories",
+    "source_datasets",
+    "language_creators",
+    "annotations_creators",
+)
 # List keys: the user's entries first, then ours.
 _LIST_KEYS = (
     "language",
-    "language_creators",
-    "annotations_creators",
     "task_categories",
     "task_ids",
     "tags",
@@ -194,10 +200,17 @@ def pretty_name(manifest: DatasetManifest, titles: Sequence[str], domains: Seque
     return f"SearchTome: {what}{imported}{held}"
 
 
+# A Hub dataset id: ORG/NAME, no scheme, no further path.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
 def source_datasets(manifest: DatasetManifest) -> list[str]:
-    """What the data was converted from: a foreign release, or ``original`` (built from PDFs)."""
-    if manifest.imported_from:
-        return [f"extended|{manifest.imported_from}"]
+    """The Hub's ``source_datasets``: ``extended|ORG/NAME`` when the data extends a dataset on
+    the Hub, else ``original``. A release elsewhere (a Git repository's URL) is no Hub id; the
+    card's text names it (*Attribution*, *How the data was made*)."""
+    source = manifest.imported_from or ""
+    if _HUB_ID.fullmatch(source.removeprefix("hf://").removeprefix("datasets/")):
+        return [f"extended|{source.removeprefix('hf://').removeprefix('datasets/')}"]
     return ["original"]
 
 
@@ -265,38 +278,60 @@ def merge_metadata(
     return merged, notes
 
 
-def annotation_creators(manifest: DatasetManifest) -> list[str]:
-    """Who wrote the questions (and so the gold leaf): an LLM, plus people when some were typed.
+def hand_written(ds: Dataset) -> int:
+    """Questions written by hand (``model_generated: false``), in the splits this folder holds.
 
-    Every question is generated from one paragraph, whose ToC leaf is its gold answer; the
-    reproduction's release adds a few questions written by hand (``hand_written_queries``).
+    Counted from the rows, not the manifest: a blind release's public half keeps no
+    ``hand_written_queries`` record, though its train and dev rows keep the flag.
     """
-    out = ["machine-generated"]
-    if manifest.hand_written_queries:
-        out.append("expert-generated")
-    return out
+    return sum(1 for s in SPLITS for q in ds.queries(s) if not q.model_generated)
 
 
-def generated_metadata(data_dir: PathLike) -> dict[str, Any]:
-    """Our YAML header for ``data_dir``."""
-    ds = load(data_dir)
+def annotation_creators(ds: Dataset) -> list[str]:
+    """Who made the labels (the gold leaf of each question).
+
+    Every generated question's gold is the ToC leaf of the paragraph it was generated from: a
+    label made by the pipeline, ``machine-generated``. The reproduction's release adds a few
+    questions written by hand by people whose expertise nobody recorded: ``other``, not
+    ``expert-generated``; the card's text says which.
+    """
+    return ["machine-generated", "other"] if hand_written(ds) else ["machine-generated"]
+
+
+# The text: the books' own (found); the questions: written by an LLM.
+LANGUAGE_CREATORS = ["found", "machine-generated"]
+
+
+def card_metadata(
+    ds: Dataset, configs: list[dict[str, Any]], *, mteb: bool, pretty: str | None = None
+) -> dict[str, Any]:
+    """The YAML header of a card over ``ds`` with ``configs``; the ``mteb`` tag only where
+    ``mteb`` says MTEB's loader can read the layout (its ``{book}-corpus`` configs)."""
     licenses = sorted({hf_license(ds.books[b].book.license) for b in ds.book_ids()}) or ["other"]
     total = sum(len(ds.queries(s)) for s in SPLITS)
     titles = [ds.books[b].book.title for b in ds.book_ids()]
     domains = sorted({ds.domain(b) for b in ds.book_ids()})
-    meta: dict[str, Any] = {
-        "pretty_name": ds.manifest.pretty_name or pretty_name(ds.manifest, titles, domains),
+    tags = ["searchtome", "long-document-retrieval", "table-of-contents"]
+    return {
+        "pretty_name": pretty
+        or ds.manifest.pretty_name
+        or pretty_name(ds.manifest, titles, domains),
         "license": licenses[0] if len(licenses) == 1 else licenses,
         "language": ["en"],
         "multilinguality": ["monolingual"],
-        "language_creators": ["found"],  # the books' own text
-        "annotations_creators": annotation_creators(ds.manifest),
-        # Built from the books' PDFs: "original"; imported: the release it was converted from.
+        "language_creators": list(LANGUAGE_CREATORS),
+        "annotations_creators": annotation_creators(ds),
+        # Built from the books' PDFs: "original"; extending a Hub dataset: "extended|ORG/NAME".
         "source_datasets": source_datasets(ds.manifest),
         "task_categories": ["text-retrieval"],
         "task_ids": ["document-retrieval"],
-        "tags": ["searchtome", "long-document-retrieval", "table-of-contents", "mteb"],
+        "tags": [*tags, "mteb"] if mteb else tags,
         "size_categories": [size_category(total)],
-        "configs": configs_for(data_dir),
+        "configs": configs,
     }
-    return meta
+
+
+def generated_metadata(data_dir: PathLike) -> dict[str, Any]:
+    """Our YAML header for ``data_dir`` (tagged ``mteb`` when it holds an MTEB export)."""
+    configs = configs_for(data_dir)
+    return card_metadata(load(data_dir), configs, mteb=bool(mteb_configs(Path(data_dir))))

@@ -112,7 +112,27 @@ class Dataset:
         """The gold leaf id of a query."""
         return self.query_by_id[query_id].leaf_id
 
+    def held_back(self, split: str) -> bool:
+        """Whether ``split``'s gold is held back: the public half of a blind release.
+
+        Its queries are here with an empty ``leaf_id``; the gold is in the private half.
+        """
+        return split == self.manifest.blind_split and any(
+            not q.leaf_id for q in self.queries(split)
+        )
+
+    def check_gold(self, split: str) -> None:
+        """Raise :class:`SearchTomeError` when ``split``'s gold is held back (:meth:`held_back`)."""
+        if self.held_back(split):
+            raise SearchTomeError(
+                f"{self.root}: the {split} split of this blind release has no gold here (it is "
+                "held back in the release's private half); score against the private half with "
+                f"`searchtome score RUN --qrels PRIVATE --split {split}` or on the scoring service"
+            )
+
     def qrels(self, split: str) -> list[Qrel]:
+        """The gold leaf of every query of ``split``; refused where the gold is held back."""
+        self.check_gold(split)
         return [Qrel(q.query_id, q.leaf_id) for q in self.queries(split)]
 
     def training_questions(

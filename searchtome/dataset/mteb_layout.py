@@ -93,29 +93,10 @@ def _write_book(folder: Path, ds: Dataset, book_id: str, splits: Sequence[str]) 
 
 
 def _card(ds: Dataset, configs: list[dict[str, Any]]) -> str:
-    from huggingface_hub import DatasetCardData
+    """The export's README.md: as complete as the dataset's own card (``card.mteb_card``)."""
+    from searchtome.dataset.card import mteb_card
 
-    from searchtome.dataset.card_header import hf_license
-
-    licences = sorted({hf_license(info.book.license) for info in ds.books.values()})
-    header = {
-        "license": licences[0] if len(licences) == 1 else "other",
-        "language": ["en"],
-        "task_categories": ["text-retrieval"],
-        "tags": ["mteb", "searchtome"],
-        "configs": configs,
-    }
-    name = ds.manifest.name or ds.root.name
-    return (
-        "---\n"
-        + DatasetCardData(**header).to_yaml()
-        + "\n---\n\n"
-        + f"# {name} (MTEB layout)\n\n"
-        + "One MTEB subset per book: `{book}-corpus`, `{book}-queries`, `{book}-qrels`. "
-        + "Written by `searchtome export mteb`; load it with "
-        + "`searchtome.mteb.SearchTomeRetrieval` or an MTEB task whose `dataset.path` "
-        + "points here.\n"
-    )
+    return mteb_card(ds, configs)
 
 
 def export_mteb(
@@ -127,7 +108,7 @@ def export_mteb(
 ) -> dict[str, Any]:
     """Write the MTEB Hub layout of ``data`` into ``out_dir``; return the counts written."""
     ds = data if isinstance(data, Dataset) else load(data)
-    splits = check_splits(splits)
+    splits = check_splits(splits, ds)
     book_ids = selected_books(ds, books)
     out = Path(out_dir)
     summary: dict[str, Any] = {"format": "mteb", "splits": list(splits), "subsets": {}}

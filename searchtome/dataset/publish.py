@@ -385,11 +385,15 @@ def publish(
     except (HfHubHTTPError, HFValidationError) as exc:
         raise SearchTomeError(f"publishing to {repo_id} failed: {short_error(exc)}") from None
     except Exception as exc:
-        if not _is_transport_error(exc):
+        cause = _transport_cause(exc)
+        if cause is None:
             raise
+        # huggingface_hub wraps a failed LFS upload in a RuntimeError naming the file.
+        what = f"{short_error(exc)} " if cause is not exc else ""
         raise SearchTomeError(
-            f"publishing to {repo_id} failed: cannot reach {hub_endpoint()} "
-            f"({type(exc).__name__}: {short_error(exc)}); check the network or HF_ENDPOINT"
+            f"publishing to {repo_id} failed: {what}cannot reach {hub_endpoint()} "
+            f"({type(cause).__name__}: {short_error(cause)}); check the network or HF_ENDPOINT "
+            "and run the same command again (files already uploaded are not sent again)"
         ) from None
     log.info("published %s to %s (%s)", root, repo_id, result.commit_oid)
     return result
@@ -400,6 +404,18 @@ def _is_transport_error(exc: BaseException) -> bool:
     (huggingface_hub's HTTP library changes between releases, so they are known by name)."""
     names = {c.__name__ for c in type(exc).__mro__}
     return isinstance(exc, OSError) or bool(names & {"TransportError", "ConnectionError"})
+
+
+def _transport_cause(exc: BaseException) -> BaseException | None:
+    """``exc`` or the first exception it was raised from that is a transport error."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a cause chain is short; the bound guards against a cycle
+        if seen is None:
+            return None
+        if _is_transport_error(seen):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _remote_state(

@@ -162,13 +162,19 @@ class SplitQueries(BaseQueries):
 
 
 class SplitQrels(BaseQrels):
-    def __init__(self, queries: Sequence[Query]) -> None:
+    """A split's qrels; on the held-back split of a blind release, registered but refused when
+    read (its queries are there, its gold is not)."""
+
+    def __init__(self, queries: Sequence[Query], ds: Dataset, split: str) -> None:
         self._qrels = [GenericQrel(q.query_id, q.leaf_id, 1) for q in queries]
+        self._ds, self._split = ds, split
 
     def qrels_iter(self) -> Iterator[GenericQrel]:
+        self._ds.check_gold(self._split)
         return iter(self._qrels)
 
     def qrels_count(self) -> int:
+        self._ds.check_gold(self._split)
         return len(self._qrels)
 
     def qrels_defs(self) -> dict[int, str]:
@@ -216,6 +222,12 @@ def register(
         book = None if corpus_id == base else corpus_id.rsplit("/", 1)[1]
         for split in splits:
             queries = ds.queries(split, book) if book else ds.queries(split)
-            _add(f"{corpus_id}/{split}", root, docs, SplitQueries(queries), SplitQrels(queries))
+            _add(
+                f"{corpus_id}/{split}",
+                root,
+                docs,
+                SplitQueries(queries),
+                SplitQrels(queries, ds, split),
+            )
             ids.append(f"{corpus_id}/{split}")
     return sorted(ids)

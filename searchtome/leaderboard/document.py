@@ -48,6 +48,7 @@ from searchtome.leaderboard.results import (
     LeaderboardSettings,
     LearningCurve,
     PairedAnalysis,
+    RunPairTest,
     SeedGroup,
     SeedReport,
     SeedSettings,
@@ -257,13 +258,26 @@ def _group_comparison(c: GroupComparison) -> dict[str, Any]:
         **_fields(c),
         "overall": [_fields(t) for t in c.overall],
         "rare_pooled": _fields(c.rare_pooled) if c.rare_pooled else None,
-        # One run pair's test flat beside the runs it compares.
-        "rare_runs": [{**_without(_fields(t), "test"), **_fields(t.test)} for t in c.rare_runs],
+        "rare_leaves": _fields(c.rare_leaves) if c.rare_leaves else None,
+        # One run pair's test flat beside the runs it compares; its leaf-clustered test nested.
+        "rare_runs": [
+            {
+                **_without(_fields(t), "test"),
+                **_fields(t.test),
+                "leaves": _fields(t.leaves) if t.leaves else None,
+            }
+            for t in c.rare_runs
+        ],
+        "overall_runs": [_run_pair(t) for t in c.overall_runs],
     }
 
 
-def _without(values: dict[str, Any], key: str) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if k != key}
+def _run_pair(t: RunPairTest) -> dict[str, Any]:
+    return {**_without(_fields(t), "test", "leaves"), **_fields(t.test)}
+
+
+def _without(values: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if k not in keys}
 
 
 # -- the reader ------------------------------------------------------------------------------
@@ -425,15 +439,25 @@ def _read_seed_group(raw: Any, where: str) -> SeedGroup:
     return replace(group, runs=runs)
 
 
+def _run_pairs(values: Mapping[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    """Run pairs as written (each test flat beside the runs it compares, a rare-leaf pair's
+    leaf-clustered test nested as ``leaves``) in the shape of :class:`RunPairTest`."""
+    pairs = _field(values, key, list[Any], where)
+    out = []
+    for i, raw in enumerate(pairs):
+        t = _stored(raw, f"{where}.{key}[{i}]", frozenset())
+        pair = {k: t[k] for k in _RUN_PAIR if k in t}
+        pair["test"] = {k: v for k, v in t.items() if k not in (*_RUN_PAIR, "leaves")}
+        if "leaves" in t:
+            pair["leaves"] = t["leaves"]
+        out.append(pair)
+    return out
+
+
 def _read_group_comparison(raw: Any, where: str) -> GroupComparison:
-    """A comparison; each run pair's test is written flat beside the runs it compares."""
+    """A comparison, its run pairs unflattened (:func:`_run_pairs`) and typed by the kernel."""
     values = _stored(raw, where, frozenset())
-    pairs = _field(values, "rare_runs", list[Any], where)
-    values["rare_runs"] = [
-        {
-            **{k: t[k] for k in _RUN_PAIR if k in t},
-            "test": {k: v for k, v in t.items() if k not in _RUN_PAIR},
-        }
-        for t in (_stored(t, f"{where}.rare_runs[{i}]", frozenset()) for i, t in enumerate(pairs))
-    ]
+    values["rare_runs"] = _run_pairs(values, "rare_runs", where)
+    if "overall_runs" in values:  # older files have none
+        values["overall_runs"] = _run_pairs(values, "overall_runs", where)
     return read_record(GroupComparison, values, where, NAN)

@@ -9,6 +9,7 @@ them prints. ``build`` fills these types.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -300,6 +301,7 @@ class SeedRun:
     path: str
     aggregate: dict[str, float]
     config_differences: list[str] = field(default_factory=list)
+    platform: str = ""  # dtype and CPU as meta.json records them: "float32, AMD EPYC ..."
 
 
 @dataclass(frozen=True)
@@ -351,6 +353,36 @@ class GroupTest:
     p_value: float  # two-sided, from the same bootstrap (see docs/seeds.md)
     p_at_floor: bool
     p_outperform: float  # P(a's run beats b's run) over every pair of runs, ties count ½
+    # The exact permutation test over the runs alone (each run one value): the share of the
+    # relabellings of the pooled runs whose |difference| is at least the observed one. Its floor
+    # is 2 / relabellings (0.10 with 3 + 3 runs), whatever the number of questions.
+    p_runs: float = math.nan
+    relabellings: int = 0
+
+    def p_text(self, replicates: int) -> str:
+        return f"< {fmt_p(2.0 / (replicates + 1))}" if self.p_at_floor else fmt_p(self.p_value)
+
+    def p_runs_text(self) -> str:
+        """The run-level p, ``0.10 (floor)`` when no relabelling could give a smaller one."""
+        if math.isnan(self.p_runs):
+            return "–"
+        floor = self.relabellings > 0 and self.p_runs <= 2.0 / self.relabellings * (1 + 1e-9)
+        return f"{self.p_runs:.2f}" + (" (floor)" if floor else "")
+
+
+@dataclass(frozen=True)
+class ClusteredTest:
+    """A difference's interval and p with gold leaves, not questions, as the resampled unit.
+
+    Questions on one leaf share its text and its training questions, so they are not
+    independent draws; resampling whole leaves keeps that dependence in the interval.
+    """
+
+    n_leaves: int
+    ci_low: float
+    ci_high: float
+    p_value: float  # two-sided, 2 min(share <= 0, share >= 0) of the replicates
+    p_at_floor: bool
 
     def p_text(self, replicates: int) -> str:
         return f"< {fmt_p(2.0 / (replicates + 1))}" if self.p_at_floor else fmt_p(self.p_value)
@@ -365,6 +397,7 @@ class RunPairTest:
     b: str
     seed_b: int | None
     test: PairedTest
+    leaves: ClusteredTest | None = None  # the same pair with gold leaves resampled
 
 
 @dataclass(frozen=True)
@@ -379,6 +412,10 @@ class GroupComparison:
     rare_pooled: GroupTest | None
     rare_runs: list[RunPairTest]
     note: str = ""
+    rare_leaves: ClusteredTest | None = None  # rare_pooled, gold leaves resampled
+    # R@1 over all queries for every pair of runs (the paired randomization test of each pair,
+    # macro mean over domains): which pairs carry the group difference.
+    overall_runs: list[RunPairTest] = field(default_factory=list)
 
 
 SEED_RULE = "a folder <system>-seed<N> whose meta.json records seed N repeats <system>"
@@ -389,6 +426,15 @@ TEST_RULE = (
 )
 RARE_RUNS_RULE = (
     "the pre-declared rare-leaf test (two-sided paired randomization) on every pair of runs"
+)
+RUNS_RULE = (
+    "exact permutation test over the runs: each run one value (its mean over the questions); "
+    "every split of the pooled runs into groups of the two sizes; p = share with "
+    "|difference| >= observed; floor 2 / relabellings (0.10 with 3 + 3 runs)"
+)
+LEAVES_RULE = (
+    "rare-leaf tests with gold leaves resampled (with replacement, whole) instead of questions, "
+    "runs resampled as in the two-level bootstrap; p = 2 min(share <= 0, share >= 0)"
 )
 
 
@@ -403,6 +449,8 @@ class SeedSettings:
     sd: str = SD_RULE
     test: str = TEST_RULE
     rare_runs: str = RARE_RUNS_RULE
+    runs_test: str = RUNS_RULE
+    leaves_test: str = LEAVES_RULE
 
 
 @dataclass(frozen=True)

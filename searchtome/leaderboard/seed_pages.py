@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from searchtome.leaderboard.html_cells import Cell, Column, Table
-from searchtome.leaderboard.results import MAIN_MEASURES, GroupComparison, SeedGroup, SeedReport
+from searchtome.leaderboard.results import (
+    MAIN_MEASURES,
+    GroupComparison,
+    GroupTest,
+    RunPairTest,
+    SeedGroup,
+    SeedReport,
+)
 from searchtome.leaderboard.seeds import RARE_MEASURE
 from searchtome.leaderboard.text import md_escape
 
@@ -64,15 +71,20 @@ def tables(report: SeedReport) -> list[SeedTable]:
         SeedTable(
             "seed-runs",
             "Every run",
-            ["System", "Seed", "Folder", *MAIN_MEASURES, "Config differs in"],
+            ["System", "Seed", "Folder", *MAIN_MEASURES, "Dtype, CPU", "Config differs in"],
             [
                 [g.system, _seeds_text([r.seed]), r.path]
                 + [f"{r.aggregate[m] * 100:.1f}" for m in MAIN_MEASURES]
-                + ["; ".join(r.config_differences) or "–"]
+                + [r.platform or "–", "; ".join(r.config_differences) or "–"]
                 for g in report.groups
                 for r in g.runs
             ],
-            text_columns=(2, 3 + len(MAIN_MEASURES)),
+            [
+                "Dtype, CPU: as each run's meta.json records them (run_info). Runs that differ "
+                "there differ in more than their seed: a group difference can hold the platform "
+                "as well."
+            ],
+            text_columns=(2, 3 + len(MAIN_MEASURES), 4 + len(MAIN_MEASURES)),
         ),
     ]
     b = report.settings.bootstrap
@@ -81,57 +93,140 @@ def tables(report: SeedReport) -> list[SeedTable]:
     return out
 
 
+def _relation(p: str) -> str:
+    """``= 0.012`` or ``< 1.0e-03``: a p's text after the letter p."""
+    return p if p.startswith("<") else f"= {p}"
+
+
+def _points(value: float) -> str:
+    """A difference in points with its sign; a value that rounds to zero is ``0.0``, so an
+    interval ending just below zero never reads ``-0.0``."""
+    text = f"{value * 100:+.1f}"
+    return "0.0" if float(text) == 0 else text
+
+
+def _ci(low: float, high: float) -> str:
+    return f"{_points(low)} to {_points(high)}"
+
+
+def _test_row(t: GroupTest, replicates: int, label: str = "", n: str = "") -> list[str]:
+    return [
+        label or t.label,
+        t.measure,
+        n or str(t.n_queries),
+        f"{t.mean_a * 100:.1f}",
+        f"{t.mean_b * 100:.1f}",
+        _points(t.diff),
+        _ci(t.ci_low, t.ci_high),
+        t.p_text(replicates),
+        t.p_runs_text(),
+        f"{t.p_outperform:.2f}",
+    ]
+
+
 def _comparison_tables(c: GroupComparison, replicates: int) -> list[SeedTable]:
     kind = "pre-declared pair" if c.pre_declared else "descriptive"
-    rows = [
-        [
-            t.label,
-            t.measure,
-            str(t.n_queries),
-            f"{t.mean_a * 100:.1f}",
-            f"{t.mean_b * 100:.1f}",
-            f"{t.diff * 100:+.1f}",
-            f"{t.ci_low * 100:+.1f} to {t.ci_high * 100:+.1f}",
-            t.p_text(replicates),
-            f"{t.p_outperform:.2f}",
-        ]
-        for t in [*c.overall, *([c.rare_pooled] if c.rare_pooled else [])]
-    ]
+    rows = [_test_row(t, replicates) for t in [*c.overall, c.rare_pooled] if t is not None]
+    if c.rare_pooled and c.rare_leaves:
+        leaves = c.rare_leaves
+        row = _test_row(
+            c.rare_pooled,
+            replicates,
+            f"≤ {c.rare_max}, gold leaves resampled",
+            f"{c.rare_pooled.n_queries} ({leaves.n_leaves} leaves)",
+        )
+        row[6:8] = [_ci(leaves.ci_low, leaves.ci_high), leaves.p_text(replicates)]
+        rows.append(row)
+    relabellings = c.overall[0].relabellings if c.overall else 0
     notes = [
-        f"{c.a} seeds {_seeds_text(c.seeds_a)}; {c.b} seeds {_seeds_text(c.seeds_b)}. Two-level "
-        f"bootstrap over questions and seeds ({replicates:,} replicates), two-sided; the ≤ "
-        f"{c.rare_max} row is the pre-declared rare-leaf test pooled over seeds. P(A > B): the "
-        "share of run pairs in which A's run beats B's (ties ½)."
+        f"{c.a} seeds {_seeds_text(c.seeds_a)}; {c.b} seeds {_seeds_text(c.seeds_b)}. 95% CI and "
+        f"p: two-level bootstrap over questions and seeds ({replicates:,} replicates), "
+        f"two-sided; the ≤ {c.rare_max} row is the pre-declared rare-leaf test pooled over "
+        f"seeds, and the row below it resamples whole gold leaves instead of questions "
+        f"(questions on one leaf are not independent). p over runs: exact permutation test "
+        f"over the runs alone, each run one value ({relabellings} relabellings; its smallest "
+        f"possible p is {2 / relabellings if relabellings else float('nan'):.2f}, marked "
+        "floor). P(A > B): the share of run pairs in which A's run beats B's (ties ½)."
     ]
     if c.note:
         notes.append(f"Note: {c.note}.")
     diff = SeedTable(
         f"seed-diff-{c.a}-{c.b}",
         f"{c.a} − {c.b} over seeds ({kind})",
-        ["Queries", "Measure", "n", c.a, c.b, "Difference", "95% CI", "p", "P(A > B)"],
+        [
+            "Queries",
+            "Measure",
+            "n",
+            c.a,
+            c.b,
+            "Difference",
+            "95% CI",
+            "p",
+            "p over runs",
+            "P(A > B)",
+        ],
         rows,
         notes,
         text_columns=(1, 6),
     )
-    if not c.rare_runs:
-        return [diff]
-    seeds_b = list(dict.fromkeys((t.b, t.seed_b) for t in c.rare_runs))
+    out = [diff]
+    if c.overall_runs:
+        out.append(
+            _grid(
+                c,
+                c.overall_runs,
+                f"seed-runs-{c.a}-{c.b}",
+                f"{RARE_MEASURE} per run pair, all queries: {c.a} − {c.b}",
+                "Each cell: the difference in points and the two-sided paired randomization p of "
+                "that pair of runs over all queries (one run pair: it holds the questions' "
+                "variation, not the seeds').",
+                replicates,
+            )
+        )
+    if c.rare_runs:
+        out.append(
+            _grid(
+                c,
+                c.rare_runs,
+                f"seed-rare-{c.a}-{c.b}",
+                f"Rare-leaf test per run pair: {c.a} − {c.b}, {RARE_MEASURE} on gold leaves "
+                f"with ≤ {c.rare_max} training questions",
+                "Each cell: the difference in points and the two-sided paired randomization p of "
+                "that pair of runs (the test the Analyses section runs on the main table's pair), "
+                "which treats every question as independent; then the 95% interval and p with "
+                f"whole gold leaves resampled ({replicates:,} replicates).",
+                replicates,
+            )
+        )
+    return out
+
+
+def _grid(
+    c: GroupComparison,
+    pairs: list[RunPairTest],
+    table_id: str,
+    title: str,
+    note: str,
+    replicates: int,
+) -> SeedTable:
+    """One cell per pair of runs: ``a``'s seeds down, ``b``'s across."""
+    seeds_b = list(dict.fromkeys((t.b, t.seed_b) for t in pairs))
     grid: dict[tuple[str, int | None], list[str]] = {}
-    for t in c.rare_runs:
-        cell = f"{t.test.diff * 100:+.1f} ({t.test.p_text()})"
+    for t in pairs:
+        cell = f"{_points(t.test.diff)} ({t.test.p_text()})"
+        if t.leaves is not None:
+            cell += (
+                f"; by leaf {_ci(t.leaves.ci_low, t.leaves.ci_high)}, "
+                f"p {_relation(t.leaves.p_text(replicates))}"
+            )
         grid.setdefault((t.a, t.seed_a), []).append(cell)
-    rare = SeedTable(
-        f"seed-rare-{c.a}-{c.b}",
-        f"Rare-leaf test per run pair: {c.a} − {c.b}, {RARE_MEASURE} on gold leaves with ≤ "
-        f"{c.rare_max} training questions",
+    return SeedTable(
+        table_id,
+        title,
         [f"{c.a} (rows) − {c.b} (columns)", *(f"seed {_seeds_text([s])}" for _, s in seeds_b)],
         [[f"seed {_seeds_text([s])}", *cells] for (_, s), cells in grid.items()],
-        [
-            "Each cell: the difference in points and the two-sided paired randomization p of "
-            "that pair of runs (the test the Analyses section runs on the main table's pair)."
-        ],
+        [note],
     )
-    return [diff, rare]
 
 
 def markdown_lines(report: SeedReport | None) -> list[str]:

@@ -11,8 +11,11 @@ board without seed runs is byte-identical to one built before this module existe
 For each group with two runs or more the page and ``leaderboard.json`` (``seeds``) report the
 mean ± sd over seeds of every measure; for the build's pair (``--pair``, default stair − dsi) and
 for the first system against every other group with seeds, the difference with a **two-level
-bootstrap** over seeds and questions, and the pre-declared rare-leaf test for every pair of runs
-and pooled. Why this test, and its limits: docs/seeds.md.
+bootstrap** over seeds and questions beside an **exact permutation test over the runs** (a
+run-level p: never below 0.10 with 3 + 3 runs), R@1 for every pair of runs, and the pre-declared
+rare-leaf test for every pair of runs and pooled, each also with **whole gold leaves resampled**
+(questions on one leaf are not independent). Each run's dtype and CPU come from its meta.json.
+Why these tests, and their limits: docs/seeds.md.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Mapping, Sequence
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -28,8 +32,10 @@ from searchtome.dataset.loader import Dataset
 from searchtome.leaderboard.analyses import RARE_MAX, Resampling, paired_analysis
 from searchtome.leaderboard.results import (
     MAIN_MEASURES,
+    ClusteredTest,
     GroupComparison,
     GroupTest,
+    PairedTest,
     RunPairTest,
     SeedGroup,
     SeedReport,
@@ -38,7 +44,15 @@ from searchtome.leaderboard.results import (
     relative,
 )
 from searchtome.leaderboard.scoring import Scoreboard, score_runs
-from searchtome.leaderboard.significance import BLOCK, CI_DECIMALS, EQUAL_TOLERANCE
+from searchtome.leaderboard.significance import (
+    BLOCK,
+    CI_DECIMALS,
+    EQUAL_TOLERANCE,
+    Engine,
+    at_floor,
+    mcnemar,
+)
+from searchtome.leaderboard.text import floor_text
 from searchtome.submissions.meta import RunMeta, parse_run_meta
 from searchtome.submissions.problems import Problem
 from searchtome.submissions.schema import META_FILE
@@ -114,6 +128,26 @@ def split_seed_runs(
     return main, runs, (sorted([*rejected, *bad], key=lambda r: r.path) if bad else rejected)
 
 
+def platform(meta: RunMeta) -> str:
+    """The run's dtype and CPU as meta.json records them ("" when it records neither).
+
+    Seed runs made on other machines differ in these as well as in the seed; the page shows them
+    beside each run so that a reader sees it.
+    """
+    info = meta.info
+    machine = info.machine or {}
+    isa = machine.get("isa") or {}
+    cpu = str(machine.get("cpu") or "")
+    if cpu and machine.get("isa_known"):
+        if isa.get("amx_bf16"):
+            cpu += " with AMX"
+        elif isa.get("avx512_bf16"):
+            cpu += " with AVX512-BF16"
+        elif not isa.get("avx512f"):
+            cpu += " without AVX-512"
+    return ", ".join(x for x in (info.dtype or "", cpu) if x)
+
+
 def config_differences(base: Mapping[str, Any] | None, run: Mapping[str, Any] | None) -> list[str]:
     """The config keys (execution keys aside) in which a seed run's config differs from its
     system's."""
@@ -132,12 +166,24 @@ def _counts(rng: np.random.Generator, rows: int, size: int) -> np.ndarray:
     return np.bincount(flat, minlength=rows * size).reshape(rows, size).astype(np.float64)
 
 
+def _cluster_weights(rng: np.random.Generator, clusters: np.ndarray, rows: int) -> np.ndarray:
+    """Weights (rows × questions, each row summing to 1) from drawing whole clusters.
+
+    A question weighs as often as its cluster was drawn, so a replicate's mean is a ratio: the
+    drawn clusters' sum over their number of questions.
+    """
+    _, inverse = np.unique(clusters, return_inverse=True)
+    drawn = _counts(rng, rows, int(inverse.max()) + 1)[:, inverse]
+    return drawn / drawn.sum(axis=1, keepdims=True)
+
+
 def two_level_bootstrap(
     a: np.ndarray,
     b: np.ndarray,
     groups: Sequence[str] | None,
     replicates: int,
     seed_seq: np.random.SeedSequence,
+    clusters: Sequence[str] | None = None,
 ) -> np.ndarray:
     """Bootstrap replicates of mean(a's runs) − mean(b's runs), resampling seeds and questions.
 
@@ -145,6 +191,8 @@ def two_level_bootstrap(
     draws the questions with replacement (within each group, so the macro mean over groups keeps
     the group sizes; the same questions for every run: the runs stay paired), then each system's
     runs with replacement, and takes the difference of the two systems' mean run values.
+    ``clusters`` (one label per query, e.g. its gold leaf): draw whole clusters instead of
+    questions, keeping every question of a drawn cluster together.
     """
     a, b = np.atleast_2d(a).astype(np.float64), np.atleast_2d(b).astype(np.float64)
     n = a.shape[1]
@@ -152,6 +200,7 @@ def two_level_bootstrap(
         np.zeros(n, dtype=np.int64) if groups is None else np.unique(groups, return_inverse=True)[1]
     )
     members = [np.flatnonzero(labels == g) for g in range(int(labels.max()) + 1)]
+    cluster_labels = None if clusters is None else np.asarray([str(c) for c in clusters])
     # Two streams: the questions drawn do not depend on how many runs each system has. Made
     # from the sequence's own entropy, not spawn(), which would give other children next call.
     q_rng, s_rng = (
@@ -167,7 +216,11 @@ def two_level_bootstrap(
         rows = min(BLOCK, replicates - lo)
         weights = np.zeros((rows, n))
         for idx in members:  # macro mean: each group weighs 1 / number of groups
-            weights[:, idx] = _counts(q_rng, rows, idx.size) / (idx.size * len(members))
+            weights[:, idx] = (
+                _counts(q_rng, rows, idx.size) / (idx.size * len(members))
+                if cluster_labels is None
+                else _cluster_weights(q_rng, cluster_labels[idx], rows) / len(members)
+            )
         ka = _counts(s_rng, rows, a.shape[0]) / a.shape[0]
         kb = _counts(s_rng, rows, b.shape[0]) / b.shape[0]
         out[lo : lo + rows] = ((weights @ a.T) * ka).sum(1) - ((weights @ b.T) * kb).sum(1)
@@ -186,6 +239,43 @@ def outperform(a: np.ndarray, b: np.ndarray) -> float:
     return float(wins + 0.5 * ties)
 
 
+def run_permutation(runs_a: np.ndarray, runs_b: np.ndarray) -> tuple[float, int]:
+    """Exact two-sided permutation test over runs: ``(p, relabellings)``.
+
+    Each run is one value. Every way of splitting the pooled runs into groups of the two sizes
+    is a relabelling; p is the share whose |mean difference| is at least the observed one (the
+    observed split counts). With 3 + 3 runs there are 20 splits and p is never below 2/20.
+    """
+    a, b = np.asarray(runs_a, dtype=np.float64), np.asarray(runs_b, dtype=np.float64)
+    pooled = np.concatenate([a, b])
+    total = float(pooled.sum())
+    splits = list(combinations(range(pooled.size), a.size))
+    sums = np.asarray([pooled[list(idx)].sum() for idx in splits])
+    diffs = np.abs(sums / a.size - (total - sums) / b.size)
+    observed = abs(float(a.mean() - b.mean()))
+    tol = EQUAL_TOLERANCE * max(float(np.abs(pooled).max(initial=0.0)), 1e-300)
+    return float(np.count_nonzero(diffs >= observed - tol) / len(splits)), len(splits)
+
+
+def _bootstrap_p(diffs: np.ndarray, scale: float, replicates: int) -> float:
+    """Twice the smaller share of replicates on either side of 0, each ``(c + 1) / (B + 1)``."""
+    # A replicate whose difference is 0 counts on both sides; its float value is 0 only up
+    # to summation order, which BLAS picks per CPU family (it moved p from 0.040 to 0.041
+    # between an Intel and an AMD machine), so the randomization test's tolerance applies.
+    tol = EQUAL_TOLERANCE * scale
+    below = (np.count_nonzero(diffs <= tol) + 1) / (replicates + 1)
+    above = (np.count_nonzero(diffs >= -tol) + 1) / (replicates + 1)
+    return float(min(1.0, 2.0 * min(below, above)))
+
+
+def _scale(a: np.ndarray, b: np.ndarray) -> float:
+    return max(float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
+
+
+def _floor(p: float, replicates: int) -> bool:
+    return bool(p <= 2.0 / (replicates + 1) * (1 + 1e-9))
+
+
 def group_test(
     label: str,
     measure: str,
@@ -200,20 +290,15 @@ def group_test(
     p is twice the smaller share of replicates on either side of 0, each share counted as
     ``(c + 1) / (B + 1)`` so it is never 0 — the smallest level at which the percentile
     interval would exclude 0. No replicates (``--bootstrap 0``): no interval and no p (NaN).
+    Beside it, the exact permutation test over the runs alone (:func:`run_permutation`).
     """
     runs_a, runs_b = _run_means(a, groups), _run_means(b, groups)
     p, low, high = float("nan"), float("nan"), float("nan")
     if replicates > 0:
         diffs = two_level_bootstrap(a, b, groups, replicates, seed_seq)
-        # A replicate whose difference is 0 counts on both sides; its float value is 0 only up
-        # to summation order, which BLAS picks per CPU family (it moved p from 0.040 to 0.041
-        # between an Intel and an AMD machine), so the randomization test's tolerance applies.
-        scale = max(float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
-        tol = EQUAL_TOLERANCE * scale
-        below = (np.count_nonzero(diffs <= tol) + 1) / (replicates + 1)
-        above = (np.count_nonzero(diffs >= -tol) + 1) / (replicates + 1)
-        p = float(min(1.0, 2.0 * min(below, above)))
+        p = _bootstrap_p(diffs, _scale(a, b), replicates)
         low, high = np.round(np.percentile(diffs, [2.5, 97.5]), CI_DECIMALS)
+    p_runs, relabellings = run_permutation(runs_a, runs_b)
     return GroupTest(
         label,
         measure,
@@ -224,9 +309,31 @@ def group_test(
         float(low),
         float(high),
         p,
-        bool(p <= 2.0 / (replicates + 1) * (1 + 1e-9)),
+        _floor(p, replicates),
         outperform(runs_a, runs_b),
+        p_runs,
+        relabellings,
     )
+
+
+def clustered_test(
+    a: np.ndarray,
+    b: np.ndarray,
+    clusters: Sequence[str],
+    replicates: int,
+    seed_seq: np.random.SeedSequence,
+) -> ClusteredTest | None:
+    """``a`` − ``b`` (runs × queries) with whole clusters resampled: interval and two-sided p.
+
+    The plain mean over the queries (no domains), runs resampled as in
+    :func:`two_level_bootstrap`; ``None`` without replicates.
+    """
+    if replicates <= 0:
+        return None
+    diffs = two_level_bootstrap(a, b, None, replicates, seed_seq, clusters)
+    p = _bootstrap_p(diffs, _scale(a, b), replicates)
+    low, high = np.round(np.percentile(diffs, [2.5, 97.5]), CI_DECIMALS)
+    return ClusteredTest(len(set(clusters)), float(low), float(high), p, _floor(p, replicates))
 
 
 def _run_means(x: np.ndarray, groups: Sequence[str] | None) -> np.ndarray:
@@ -259,7 +366,10 @@ def _groups(
         s = board.get(system)
         path = relative(s.path or "", root)
         own = parse_run_meta(s.meta)
-        group = SeedGroup(system, [SeedRun(system, own.seed, path, board.aggregate(system))])
+        group = SeedGroup(
+            system,
+            [SeedRun(system, own.seed, path, board.aggregate(system), [], platform(own))],
+        )
         for r in sorted(by_base.get(system, []), key=lambda r: _parsed(r)[1]):
             group.runs.append(
                 SeedRun(
@@ -268,10 +378,37 @@ def _groups(
                     relative(r.path, root),
                     board.aggregate(r.system),
                     config_differences(own.config, _doc(r).config),
+                    platform(_doc(r)),
                 )
             )
         out[system] = group
     return out
+
+
+def _run_pair(board: Scoreboard, a: str, b: str, rs: Resampling) -> PairedTest:
+    """R@1 of run ``a`` − run ``b`` over all queries: the leaderboard's paired randomization
+    test (macro mean over domains, the build's permutations and seed)."""
+    va, vb = (board.get(s).per_query[RARE_MEASURE] for s in (a, b))
+    engine = Engine(
+        np.stack([va, vb], axis=1), board.groups(), [(0, 1)], rs.permutations, rs.bootstrap, rs.seed
+    )
+    p = float(engine.pvalues()[0][0, 0])
+    low, high = engine.intervals()
+    obs = engine.observed()[0]
+    floor = at_floor(p, rs.permutations, engine.exact())
+    return PairedTest(
+        "all queries",
+        int(va.size),
+        float(obs[0]),
+        float(obs[1]),
+        float(obs[0] - obs[1]),
+        float(low[0, 0]),
+        float(high[0, 0]),
+        p,
+        p_at_floor=floor,
+        mcnemar_p=mcnemar(va, vb) if floor else None,
+        floor=floor_text(rs.permutations) if floor else "",
+    )
 
 
 def _compare(
@@ -291,16 +428,34 @@ def _compare(
         )
 
     overall = [test("all queries", m, None, groups) for m in MAIN_MEASURES]
+    overall_runs = [
+        RunPairTest(x.system, x.seed, y.system, y.seed, _run_pair(board, x.system, y.system, rs))
+        for x in ga.runs
+        for y in gb.runs
+    ]
     rare = board.queries.train_questions <= RARE_MAX
     pooled = None
     runs: list[RunPairTest] = []
+    leaves = None
     if rare.any():
         pooled = test(f"≤ {RARE_MAX}", RARE_MEASURE, rare, None)  # plain mean, like analyses
+        gold = [g for g, r in zip(board.queries.gold, rare, strict=True) if r]
+
+        def by_leaf(x: np.ndarray, y: np.ndarray, *names: str) -> ClusteredTest | None:
+            stream = _stream(rs.seed, *names, "gold leaves", RARE_MEASURE)
+            return clustered_test(x, y, gold, rs.bootstrap, stream)
+
+        leaves = by_leaf(
+            matrix(ga, RARE_MEASURE, rare), matrix(gb, RARE_MEASURE, rare), ga.system, gb.system
+        )
         for x in ga.runs:
             for y in gb.runs:
                 one = paired_analysis(board, (x.system, y.system), rs, RARE_MEASURE).rare
                 assert one is not None  # the rare set is not empty
-                runs.append(RunPairTest(x.system, x.seed, y.system, y.seed, one))
+                va = board.get(x.system).per_query[RARE_MEASURE][rare]
+                vb = board.get(y.system).per_query[RARE_MEASURE][rare]
+                leaf = by_leaf(va[None, :], vb[None, :], x.system, y.system, "run pair")
+                runs.append(RunPairTest(x.system, x.seed, y.system, y.seed, one, leaf))
     single = [g.system for g in (ga, gb) if len(g.runs) == 1]
     note = (
         f"{' and '.join(single)} has one run: its seed variance is not in the test"
@@ -318,6 +473,8 @@ def _compare(
         pooled,
         runs,
         note,
+        leaves,
+        overall_runs,
     )
 
 

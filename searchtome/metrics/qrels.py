@@ -50,11 +50,14 @@ class Qrels(Mapping[str, Mapping[str, int]]):
     # Constructors
     @classmethod
     def from_dataset(cls, dataset: Dataset | str | Path, split: str = "test") -> Qrels:
-        """The gold leaf of every query of ``split`` (relevance 1), in the dataset's query order."""
+        """The gold leaf of every query of ``split`` (relevance 1), in the dataset's query order.
+
+        Refused on the held-back split of a blind release's public half (no gold there).
+        """
         from searchtome.dataset.loader import Dataset, load
 
         ds = dataset if isinstance(dataset, Dataset) else load(dataset)
-        return cls({q.query_id: {q.leaf_id: 1} for q in ds.queries(split)}, name=f"{split}")
+        return cls({r.query_id: {r.leaf_id: 1} for r in ds.qrels(split)}, name=f"{split}")
 
     @classmethod
     def from_trec(cls, path: str | Path) -> Qrels:

@@ -36,7 +36,8 @@ from starlette.routing import Route
 
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
-from searchtome.service import store
+from searchtome.leaderboard.html_assets import CSS as LEADERBOARD_CSS
+from searchtome.service import page, store
 from searchtome.service.board import Scopes, leaderboard, run_scores, runs_from_rows
 from searchtome.service.checks import predictions_name, submission_folder, system_name, validate
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
@@ -56,6 +57,7 @@ SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
 ]
+BOARD_CSS = LEADERBOARD_CSS + (HERE / "static" / "app.css").read_text(encoding="utf-8")
 MAX_META_BYTES = 1 << 20
 CHUNK = 1 << 16
 
@@ -128,6 +130,9 @@ class Service:
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
+        self.templates.filters.update(
+            pct=page.pct, signed=page.signed, ci_scale=page.ci_scale, ci_glyph=page.ci_glyph
+        )
         self.scratch = Path(tempfile.mkdtemp(prefix="searchtome-uploads-"))
 
     # -- helpers --
@@ -152,6 +157,10 @@ class Service:
             revealed = store.get_flag(conn, store.REVEALED) == "yes"
         runs = runs_from_rows(rows)
         return key, leaderboard(runs, self.scopes, self.settings, revealed)
+
+    def phases(self) -> list[page.PhaseView]:
+        """The competition's phases; none defined means always open."""
+        return []
 
     async def current_board(self) -> dict[str, Any]:
         async with self.board_lock:
@@ -327,12 +336,41 @@ async def get_leaderboard(request: Request) -> Response:
 async def index(request: Request) -> Response:
     service: Service = request.app.state.service
     board = await service.current_board()
-    page = service.templates.get_template("index.html").render(
-        board=board,
-        name=service.public.manifest.name or "SearchTome",
-        settings=service.settings,
+    context = page.page_context(
+        service.settings,
+        service.public.manifest.name or "SearchTome",
+        board,
+        phases=await run_in_threadpool(service.phases),
+        now=time.time(),
     )
-    return HTMLResponse(page)
+    return HTMLResponse(service.templates.get_template("index.html").render(**context))
+
+
+def _own_runs(service: Service, team: store.Team) -> dict[str, Any]:
+    with service.engine.connect() as conn:
+        rows = store.team_runs(conn, team.id)
+        revealed = store.get_flag(conn, store.REVEALED) == "yes"
+    runs = []
+    for row in rows:
+        item: dict[str, Any] = {
+            "id": row.public_id,
+            "system": row.system,
+            "state": row.state,
+            "final": bool(row.final),
+            "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.created_at)),
+        }
+        if row.error:
+            item["error"] = row.error
+        if row.state == "scored":
+            item["scores"] = run_scores(runs_from_rows([row])[0], service.scopes, revealed)
+        runs.append(item)
+    return {"team": team.name, "runs": runs}
+
+
+async def list_submissions(request: Request) -> Response:
+    service: Service = request.app.state.service
+    team = await run_in_threadpool(service.team_of, request)
+    return JSONResponse(await run_in_threadpool(_own_runs, service, team))
 
 
 async def health(request: Request) -> Response:
@@ -344,6 +382,11 @@ def _static(name: str, media: str) -> Any:
         return FileResponse(HERE / "static" / name, media_type=media)
 
     return serve
+
+
+async def board_css(request: Request) -> Response:
+    """The static leaderboard's style sheet and the page's own rules after it: one look."""
+    return Response(BOARD_CSS, media_type="text/css")
 
 
 async def on_refused(request: Request, exc: Exception) -> Response:
@@ -402,10 +445,12 @@ def create_app(home: Home | None = None) -> Starlette:
             Route("/", index),
             Route("/static/app.js", _static("app.js", "text/javascript")),
             Route("/static/app.css", _static("app.css", "text/css")),
+            Route("/static/board.css", board_css),
             Route("/favicon.ico", lambda request: Response(status_code=204)),
             Route("/api/health", health),
             Route("/api/leaderboard", get_leaderboard),
             Route("/api/submissions", post_submission, methods=["POST"]),
+            Route("/api/submissions", list_submissions, methods=["GET"]),
             Route("/api/submissions/{public_id:str}", get_submission),
             Route("/api/submissions/{public_id:str}/final", post_final, methods=["POST"]),
         ],

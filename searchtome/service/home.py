@@ -50,6 +50,9 @@ class ServerSettings(Record):
     requests_per_minute: int = 120  # per client address, per web process
     permutations: int = 2000
     bootstrap: int = 1000
+    title: str = ""  # the competition's name on its page (default: the dataset's)
+    description: str = ""  # what the competition is, shown under the title
+    rules: str = ""  # the rules, shown on the page (blank lines separate paragraphs)
     secret: str = ""  # key of the query split; never shown
     created: float = 0.0
 

@@ -310,6 +310,28 @@ def submission_row(conn: Connection, public_id: str) -> Any:
     ).first()
 
 
+def team_runs(conn: Connection, team_id: int) -> list[Any]:
+    """A team's own runs, newest first, with what scoring them needs (never the upload)."""
+    return list(
+        conn.execute(
+            sa.select(
+                submissions.c.public_id,
+                submissions.c.system,
+                submissions.c.state,
+                submissions.c.error,
+                submissions.c.created_at,
+                submissions.c.final,
+                submissions.c.scores,
+                submissions.c.meta,
+                teams.c.name.label("team"),
+            )
+            .join(teams, teams.c.id == submissions.c.team_id)
+            .where(submissions.c.team_id == team_id)
+            .order_by(submissions.c.id.desc())
+        )
+    )
+
+
 def board_key(conn: Connection) -> tuple[Any, ...]:
     """Changes whenever the leaderboard would: scored rows, finals, revocations, reveal."""
     row = conn.execute(

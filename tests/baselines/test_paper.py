@@ -26,6 +26,15 @@ def test_standard_analyzer_keeps_words_as_uax29_does() -> None:
     assert standard_analyzer(" -- ... ") == []
 
 
+def test_symbols_are_tokens_or_dropped_as_lucene_decides() -> None:
+    """Lucene's grammar: © ® ™ and emoji are EMOJI tokens; a vulgar fraction or a superscript is
+    Word_Break=Other and dropped (a digit before it stays a number); Ⅻ is a letter."""
+    text = "Copyright © 2020, ½ cup, 1½ years, x², Ⅻ, Brand™ ® 😀 🇫🇷"
+    assert standard_analyzer(text) == [
+        "copyright", "©", "2020", "cup", "1", "years", "x", "ⅻ", "brand", "™", "®", "😀", "🇫🇷",
+    ]  # fmt: skip
+
+
 def test_lengths_round_as_lucene_norms_do() -> None:
     # SmallFloat.byte4ToInt(intToByte4(n)): exact below 24 + 16, then 4 significant bits
     assert [lucene_length(n) for n in (0, 1, 23, 24, 39)] == [0, 1, 23, 24, 39]

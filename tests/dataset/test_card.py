@@ -14,6 +14,7 @@ from searchtome.dataset.layout import verify_manifest, write_manifest
 from searchtome.dataset.loader import load
 from searchtome.io import read_json
 from searchtome.records import SPLITS
+from tests.conftest import PEER
 
 
 @pytest.fixture
@@ -228,8 +229,13 @@ def test_card_names_the_data_says_where_it_came_from_and_what_it_cannot_tell(
     old = (data / "README.md").read_text().replace(meta["pretty_name"], ds.manifest.name)
     (data / "README.md").write_text(old)
     meta = _header(write_card(data).read_text())
-    assert meta["source_datasets"] == ["extended|https://github.com/someone/release"]
+    # a release outside the Hub is no `extended|<hub id>`: the card's text names its URL
+    assert meta["source_datasets"] == ["original"]
     assert meta["pretty_name"].endswith("(an independent reproduction's release)")
+    assert (
+        "converted from an independent reproduction's release (https://github.com/someone"
+        in (data / "README.md").read_text()
+    )
 
 
 def test_one_folder_serves_datasets_and_mtebs_loader(data: Path, offline_datasets: Path) -> None:
@@ -273,3 +279,92 @@ def test_a_blind_card_describes_only_its_folder(data: Path, tmp_path: Path) -> N
     assert "test split: `query_id`, `book_id`, `domain`, `text` only" in card
     assert "--split test" not in card and 'split="dev")' in card
     assert meta["pretty_name"].endswith("test gold held back")
+
+
+def test_source_datasets_as_the_hub_expects() -> None:
+    from searchtome.dataset.card_header import source_datasets
+    from searchtome.dataset.manifest import DatasetManifest, Source
+
+    def of(imported: str | None) -> list[str]:
+        source = Source(kind="release", repository=imported) if imported else None
+        return source_datasets(DatasetManifest(source=source))
+
+    assert of(None) == ["original"]
+    assert of("https://github.com/someone/release") == ["original"]
+    assert of("someone/release") == ["extended|someone/release"]
+    assert of("hf://datasets/someone/release") == ["extended|someone/release"]
+
+
+def _cards(data: Path, tmp_path: Path) -> dict[str, str]:
+    """Every card kind of ``data``: the dataset's, the blind public half's, the MTEB export's."""
+    from searchtome.dataset.blind import make_blind
+    from searchtome.dataset.mteb_layout import export_mteb
+
+    blind = make_blind(data, tmp_path / "public", tmp_path / "private", "test")
+    export_mteb(data, tmp_path / "mteb")
+    return {
+        "dataset": write_card(data).read_text(),
+        "blind public": (blind.public / "README.md").read_text(),
+        "export mteb": (tmp_path / "mteb" / "README.md").read_text(),
+    }
+
+
+def _check_cards(data: Path, cards: dict[str, str]) -> None:
+    """Each card credits every book (authors, title, source, licence, changes) and keeps the
+    Hub's conventions: who wrote what, no `mteb` tag where MTEB cannot load the layout."""
+    ds = load(data)
+    for kind, card in cards.items():
+        meta = _header(card)
+        for b in ds.book_ids():
+            book = ds.books[b].book
+            line = next((x for x in card.splitlines() if x.startswith(f"- `{b}`: *")), "")
+            assert book.authors, f"{b}: the test needs a book with authors"
+            for needed in (*book.authors, book.title, book.license):
+                assert needed in line, f"{kind} card: {b}'s attribution lacks {needed!r}"
+            if book.landing_url:
+                assert book.landing_url in line
+        assert "\nChanges: " in card and "## Personal and sensitive information" in card, kind
+        assert "## Example" in card and '"corpus-id": ' in card, kind
+        assert meta["language_creators"] == ["found", "machine-generated"], kind
+        assert "expert-generated" not in meta["annotations_creators"], kind
+        assert meta["source_datasets"][0] == "original" or meta["source_datasets"][0].startswith(
+            "extended|"
+        )
+        assert "://" not in meta["source_datasets"][0], kind
+        assert ("mteb" in meta["tags"]) == (kind == "export mteb"), kind
+    # the held-back gold never appears as the example, and the blind card says it is held back
+    assert "## Example" in cards["blind public"] and "(test)`" not in cards["blind public"]
+    assert "gold leaves are held back from this folder" in cards["blind public"]
+
+
+def test_every_card_kind_credits_every_book_and_keeps_the_hub_conventions(
+    data: Path, tmp_path: Path
+) -> None:
+    _check_cards(data, _cards(data, tmp_path))
+
+
+def test_an_earlier_card_s_claims_are_replaced(data: Path) -> None:
+    """A card written by an earlier version claimed experts and tagged every folder `mteb`:
+    facts about how the data was made are ours, so regenerating replaces them."""
+    card = write_card(data).read_text()
+    old = card.replace("- machine-generated\nlanguage", "- expert-generated\nlanguage", 1)
+    old = old.replace("- table-of-contents\n", "- table-of-contents\n- mteb\n", 1)
+    assert "expert-generated" in old and "- mteb" in old
+    (data / "README.md").write_text(old)
+    meta = _header(write_card(data).read_text())
+    assert "expert-generated" not in meta["annotations_creators"]
+    assert "mteb" not in meta["tags"]
+
+
+@pytest.mark.skipif(not (PEER / "data" / "splits").is_dir(), reason="no ../shared/peer/whole-child")
+def test_the_whole_child_cards_credit_its_authors(tmp_path: Path) -> None:
+    from searchtome.cli import main
+
+    data = tmp_path / "whole-child"
+    assert main(["--no-progress", "import", "repro", str(PEER), "--out", str(data)]) == 0
+    assert load(data).books["whole-child"].book.authors == ("Deirdre Budzyna", "Doris Buckley")
+    cards = _cards(data, tmp_path)
+    _check_cards(data, cards)
+    for card in cards.values():  # hand-written questions: "other", not experts
+        assert _header(card)["annotations_creators"] == ["machine-generated", "other"]
+        assert "Deirdre Budzyna and Doris Buckley" in card

@@ -6,9 +6,12 @@ forbids sockets outright (the dry run).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -40,15 +43,27 @@ def data(tiny_dataset: Path, tmp_path: Path) -> Path:
     return out
 
 
-@pytest.fixture
-def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+def _serve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, server: HubStandIn) -> HubStandIn:
     import huggingface_hub.constants as constants
 
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    # huggingface_hub 2.x sends LFS-mode files through Xet whenever hf_xet is installed, a
+    # choice made on the client; the stand-in offers no Xet storage, so the client takes the
+    # LFS path it takes without hf_xet (read at call time, hence the attribute).
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    return server
+
+
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     with HubStandIn() as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_TOKEN", TOKEN)
-        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-        yield server
+        yield _serve(monkeypatch, tmp_path, server)
+
+
+def _lfs_puts(hub: HubStandIn) -> list[dict]:
+    return [r for r in hub.requests if r["method"] == "PUT"]
 
 
 def test_parse_hf_source() -> None:
@@ -123,6 +138,12 @@ def test_publish_one_commit_then_tag_and_load_back(
     assert repo.tags == {"v1.0": oid} and repo.branches == {"main": oid}
     # The folder was updated to exactly what was published.
     assert hub.files("org/tiny", "v1.0") == _snapshot(data)
+    # Binary files went out of band, as the Hub receives them: one LFS object each, uploaded
+    # with the batch API's basic transfer and verified; the text files travelled inline.
+    parquet = {p for p in _snapshot(data) if p.endswith(".parquet")}
+    assert parquet and repo.lfs_paths[oid] == parquet
+    assert len(_lfs_puts(hub)) == len(parquet)
+    assert sum(r["path"] == "/lfs/verify" for r in hub.requests) == len(parquet)
     assert verify_manifest(data) == []
     assert 'load_dataset("org/tiny", "corpus"' in (data / "README.md").read_text()
     # The token went to the server, and nowhere else.
@@ -309,3 +330,125 @@ def test_blind_publish_uploads_the_public_half_and_keeps_the_gold_local(
     assert not list(tmp_path.glob(".data.blind.*"))  # scratch removed
     assert main(["publish", str(data), "--repo", "org/b", "--held-back", str(held)]) == 1
     assert "--held-back goes with --blind" in capsys.readouterr().err
+
+
+def test_the_hub_refuses_binary_files_inline(hub: HubStandIn) -> None:
+    """The stand-in holds the client to the Hub's rule, so no test passes by sending inline."""
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    api = HfApi(endpoint=hub.url, token=TOKEN)
+    api.create_repo("org/raw", repo_type="dataset")
+    op = CommitOperationAdd(path_in_repo="x.bin", path_or_fileobj=b"\0\1binary")
+    op._upload_mode = "regular"  # what a client that skipped preupload would send
+    body = b"\n".join(
+        json.dumps(line).encode()
+        for line in (
+            {"key": "header", "value": {"summary": "raw", "description": ""}},
+            {
+                "key": "file",
+                "value": {"path": "x.bin", "content": "AAFiaW5hcnk=", "encoding": "base64"},
+            },
+        )
+    )
+    status, payload, _, _ = hub.route(
+        "POST", urlsplit(f"{hub.url}/api/datasets/org/raw/commit/main"), body, {}
+    )
+    assert status == 400 and "LFS" in payload["error"]
+
+
+def test_a_file_over_the_regular_limit_goes_through_lfs(
+    data: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Text files are inline only below the limit: with a 2 kB limit the card and the manifest
+    (text, no LFS suffix) take the LFS path too, and the snapshot still comes back whole."""
+    with HubStandIn(regular_max=2_000) as server:
+        hub = _serve(monkeypatch, tmp_path, server)
+        publish(data, "org/big", revision="v1")
+        (oid,) = hub.repos["org/big"].commits
+        sizes = {p: len(b) for p, b in _snapshot(data).items()}
+        assert hub.repos["org/big"].lfs_paths[oid] == {
+            p for p, n in sizes.items() if n > 2_000 or p.endswith(".parquet")
+        }
+        assert "README.md" in hub.repos["org/big"].lfs_paths[oid]
+        snapshot = download_dataset("hf://org/big@v1")
+        assert _snapshot(snapshot) == _snapshot(data)
+
+
+def test_a_parquet_over_the_hubs_regular_limit_publishes_and_loads(
+    tiny_dataset: Path, hub: HubStandIn, tmp_path: Path
+) -> None:
+    """A 12 MB paragraphs.parquet (over the Hub's 10 MB inline limit) travels as an LFS object,
+    and the downloaded snapshot is byte-identical and loads with ``datasets``."""
+    import base64
+    import random
+    from dataclasses import replace
+
+    from datasets import load_dataset
+
+    ds = load(tiny_dataset)
+    rng = random.Random(7)
+    noise = base64.b64encode(rng.randbytes(12_000_000)).decode()  # incompressible text
+    paragraphs = list(ds.paragraphs())
+    paragraphs[0] = replace(paragraphs[0], text=noise)
+    out = tmp_path / "big"
+    write_dataset(
+        out,
+        books=[ds.books[b] for b in ds.book_ids()],
+        toc=[n for b in ds.book_ids() for n in ds.toc(b)],
+        leaves=ds.leaves(),
+        queries=[q for s in SPLITS for q in ds.queries(s)],
+        paragraphs=paragraphs,
+        units=ds.units(),
+    )
+    write_manifest(out, {"name": "big"})
+    big = out / "paragraphs.parquet"
+    assert big.stat().st_size > 10_000_000
+    publish(out, "org/bigpar", revision="v1")
+    (oid,) = hub.repos["org/bigpar"].commits
+    assert "paragraphs.parquet" in hub.repos["org/bigpar"].lfs_paths[oid]
+    snapshot = download_dataset("hf://org/bigpar@v1")
+    assert _snapshot(snapshot) == _snapshot(out)
+    table = load_dataset(
+        "parquet", data_files=str(snapshot / "paragraphs.parquet"), cache_dir=str(tmp_path / "d")
+    )["train"]
+    assert table[0]["text"] == noise
+
+
+def test_an_upload_dropped_halfway_is_sent_again(
+    data: Path, hub: HubStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server cuts the first object upload halfway through: the client sends that object
+    again and the commit holds every file byte for byte."""
+    import huggingface_hub.utils._http as http
+
+    monkeypatch.setattr(http.time, "sleep", lambda s: None)  # the client's backoff, not ours
+    hub.drop_uploads = 1
+    publish(data, "org/drop", revision="v1")
+    puts = _lfs_puts(hub)
+    assert puts[0].get("dropped") and not any(r.get("dropped") for r in puts[1:])
+    assert sum(r["path"] == puts[0]["path"] for r in puts) == 2  # dropped once, then whole
+    assert hub.files("org/drop", "v1") == _snapshot(data)
+
+
+def test_a_publish_that_died_mid_upload_resumes_without_sending_stored_objects(
+    data: Path, hub: HubStandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every try of one object is cut: the publish fails in one line and commits nothing; run
+    again, only the objects the server lacks travel, and the snapshot downloads byte-identical."""
+    import huggingface_hub.utils._http as http
+
+    monkeypatch.setattr(http.time, "sleep", lambda s: None)
+    victim = hashlib.sha256((data / "corpus.parquet").read_bytes()).hexdigest()
+    hub.unreachable = {victim}
+    with pytest.raises(SearchTomeError, match="publishing to org/resume failed") as err:
+        publish(data, "org/resume", revision="v1")
+    assert "\n" not in str(err.value)
+    assert hub.repos["org/resume"].commits == {}
+    stored = set(hub.lfs)
+    assert stored and victim not in stored
+    hub.unreachable.clear()
+    hub.requests.clear()
+    publish(data, "org/resume", revision="v1")
+    sent = {r["path"].rsplit("/", 1)[1] for r in _lfs_puts(hub) if not r.get("dropped")}
+    assert sent and not sent & stored, "objects already stored are not sent again"
+    assert _snapshot(download_dataset("hf://org/resume@v1")) == _snapshot(data)

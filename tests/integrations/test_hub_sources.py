@@ -34,6 +34,9 @@ def test_bare_and_hf_ids(
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         monkeypatch.delenv("SEARCHTOME_OFFLINE", raising=False)
         monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+        # The stand-in offers no Xet storage: the client takes the LFS path (tests/fixtures/
+        # hub_standin.py).
+        monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
         publish(data, "org/tiny", revision="v1")
         task = SearchTomeRetrieval.from_folder("org/tiny")  # a bare id that is not a folder
         task.load_data()

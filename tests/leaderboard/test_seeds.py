@@ -28,9 +28,11 @@ from searchtome.leaderboard.scoring import Scoreboard, score_runs
 from searchtome.leaderboard.seeds import (
     GroupComparison,
     SeedReport,
+    clustered_test,
     config_differences,
     group_test,
     outperform,
+    run_permutation,
     seed_name,
     seed_spread,
     split_seed_runs,
@@ -181,6 +183,64 @@ def test_group_test_p_and_interval() -> None:
     none = group_test("all queries", "R@1", a, b, None, 0, seq)  # --bootstrap 0
     assert none.diff == t.diff and np.isnan(none.p_value) and np.isnan(none.ci_low)
     assert none.p_text(0) == "–"
+
+
+def test_the_run_level_permutation_p_is_exact() -> None:
+    """By hand: 1..6 split 3 + 3 has 20 splits; |mean difference| = |2s − 21| / 3 for the
+    split whose first group sums to s. 1, 3, 5 against 2, 4, 6 (|d| = 1) is matched or beaten
+    by the 14 splits with s ≤ 9 or s ≥ 12; 1, 2, 3 against 4, 5, 6 only by itself and its
+    mirror, the floor 2/20 that three seeds a side can reach."""
+    assert run_permutation(np.array([1.0, 3, 5]), np.array([2.0, 4, 6])) == (14 / 20, 20)
+    assert run_permutation(np.array([1.0, 2, 3]), np.array([4.0, 5, 6])) == (2 / 20, 20)
+    # 1 + 2 runs: 3 splits, differences −1.5, 0 and +1.5
+    assert run_permutation(np.array([0.0]), np.array([1.0, 2.0])) == (2 / 3, 3)
+    assert run_permutation(np.array([0.5]), np.array([0.5])) == (1.0, 2)
+
+
+def test_the_group_test_reports_the_run_level_p_beside_the_bootstrap() -> None:
+    rng = np.random.default_rng(3)
+    a = (rng.random((3, 500)) < 0.6).astype(float)
+    b = (rng.random((3, 500)) < 0.4).astype(float)
+    t = group_test("all queries", "R@1", a, b, None, 999, np.random.SeedSequence(0))
+    assert t.p_at_floor and t.p_value == 2 / 1000  # the bootstrap leans on the questions
+    assert (t.p_runs, t.relabellings) == (0.1, 20)  # the runs alone cannot say more
+    assert t.p_runs_text() == "0.10 (floor)"
+
+
+def test_clustered_resampling_keeps_leaves_whole() -> None:
+    from searchtome.leaderboard.seeds import _cluster_weights
+
+    leaves = np.repeat(np.array(["c", "a", "b", "d"]), [5, 1, 3, 7])
+    w = _cluster_weights(np.random.default_rng(0), leaves, 400)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    for leaf in set(leaves):  # every question of a leaf weighs the same in every replicate
+        on = w[:, leaves == leaf]
+        assert (on == on[:, :1]).all()
+    # a leaf weighs (times drawn) / (questions drawn): the counts are whole and sum to 4 leaves
+    per_leaf = np.stack([w[:, np.flatnonzero(leaves == x)[0]] for x in "abcd"], axis=1)
+    counts = per_leaf * (4 / per_leaf.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(counts, np.rint(counts), atol=1e-9)
+    assert (np.rint(counts).sum(axis=1) == 4).all() and (counts == 0).any()
+
+
+def test_clustered_intervals_widen_when_a_leaf_s_questions_move_together() -> None:
+    """40 leaves of 20 questions each; a and b differ by a whole leaf at a time. Resampling
+    questions treats 800 draws as independent, resampling leaves sees 40: a wider interval and
+    a larger p. With every question its own leaf the two are the same bootstrap."""
+    leaves = np.repeat([f"leaf{i:02d}" for i in range(40)], 20)
+    a = np.repeat((np.arange(40) % 5 < 2).astype(float), 20)  # a hits every question of 16 leaves
+    b = np.repeat((np.arange(40) % 5 == 3).astype(float), 20)  # b hits every question of 8
+    seq = np.random.SeedSequence(5)
+    by_question = group_test("≤ 5", "R@1", a[None], b[None], None, 2000, seq)
+    by_leaf = clustered_test(a[None], b[None], leaves.tolist(), 2000, seq)
+    assert by_leaf is not None and by_leaf.n_leaves == 40
+    width = lambda t: t.ci_high - t.ci_low  # noqa: E731
+    assert width(by_leaf) > 3 * width(by_question)
+    assert by_question.p_at_floor and by_leaf.p_value > by_question.p_value
+    singletons = [f"q{i:03d}" for i in range(800)]  # sorted as the questions are
+    same = two_level_bootstrap(a[None], b[None], None, 500, seq, singletons)
+    np.testing.assert_allclose(same, two_level_bootstrap(a[None], b[None], None, 500, seq))
+    assert clustered_test(a[None], b[None], leaves.tolist(), 0, seq) is None
 
 
 def test_a_zero_difference_counts_on_both_sides_whatever_its_rounding(monkeypatch) -> None:
@@ -337,6 +397,32 @@ def test_the_rare_leaf_test_per_run_pair_and_pooled(seeded: Seeded, report: Seed
     assert pooled.mean_a == pytest.approx(means["stair"], abs=1e-12)
     assert pooled.mean_b == pytest.approx(means["dsi"], abs=1e-12)
     assert pooled.diff > 0 and pooled.p_value < 0.01
+    # beside it: the runs alone (3 + 3: 20 relabellings, floor 0.10) and whole leaves resampled
+    assert (pooled.p_runs, pooled.relabellings) == (0.1, 20)
+    gold = {g for g, rare in zip(seeded.board.queries.gold, mask, strict=True) if rare}
+    assert c.rare_leaves is not None and c.rare_leaves.n_leaves == len(gold)
+    assert c.rare_leaves.ci_high - c.rare_leaves.ci_low > pooled.ci_high - pooled.ci_low
+    assert all(t.leaves is not None and t.leaves.n_leaves == len(gold) for t in c.rare_runs)
+
+
+@needs_data
+def test_every_run_pair_over_all_queries_and_each_run_s_platform(
+    seeded: Seeded, report: SeedReport
+) -> None:
+    c = _comparison(report, "dsi")
+    grid = {(t.seed_a, t.seed_b): t.test for t in c.overall_runs}
+    assert sorted(grid) == sorted((a, b) for a in (42, 1, 2) for b in (42, 1, 2))
+    for (sa, sb), t in grid.items():
+        a = "stair" if sa == 42 else f"stair-seed{sa}"
+        b = "dsi" if sb == 42 else f"dsi-seed{sb}"
+        both = score_runs(
+            [seeded.submissions[a], seeded.submissions[b]], data=seeded.dataset, measures=["R@1"]
+        )
+        assert t.diff == pytest.approx(both.aggregate(a)["R@1"] - both.aggregate(b)["R@1"])
+        assert t.n_queries == len(both.query_ids) and 0 < t.p_value <= 1
+    # the committed runs record their dtype and CPU; the page shows them per run
+    stair = next(g for g in report.groups if g.system == "stair")
+    assert stair.runs[0].platform == "bfloat16, AMD EPYC with AVX512-BF16"
 
 
 @needs_data
