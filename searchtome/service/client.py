@@ -22,6 +22,7 @@ from searchtome.service.replies import (
     DONE,
     Accepted,
     JobState,
+    OwnRuns,
     Refusal,
     ServiceBoard,
     SubmissionState,
@@ -115,6 +116,11 @@ class Server:
         """``GET /api/submissions/{id}``: one of the team's uploads."""
         path = f"/api/submissions/{public_id}"
         return read_reply(SubmissionState, self.request("GET", path), f"{self.url}{path}")
+
+    def runs(self) -> OwnRuns:
+        """``GET /api/submissions``: the team's uploads."""
+        path = "/api/submissions"
+        return read_reply(OwnRuns, self.request("GET", path), f"{self.url}{path}")
 
     def board(self) -> ServiceBoard:
         """``GET /api/leaderboard``."""

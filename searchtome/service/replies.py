@@ -74,6 +74,27 @@ class SubmissionState(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class OwnRun(Record):
+    """One upload in ``GET /api/submissions`` (the asking team's runs)."""
+
+    id: str
+    system: str
+    state: JobState
+    final: bool
+    submitted: str  # UTC, ISO 8601
+    error: str | None = None
+    scores: Mapping[str, ScopeScores] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OwnRuns(Record):
+    """``GET /api/submissions``: the asking team and its uploads."""
+
+    team: str
+    runs: tuple[OwnRun, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class FinalMark(Record):
     """``POST /api/submissions/{id}/final``: the run's mark as the team's final run."""
 

@@ -55,10 +55,12 @@ def test_every_reply_reads_through_its_type(served) -> None:
     assert state.scores is not None and 0.0 < state.scores["public"].aggregate["R@1"] < 1.0
     client = Client(server.url, token)
     first = client.state(accepted.id)
+    own = client.runs()
+    assert own.team == "alpha" and {r.id for r in own.runs} == {accepted.id, state.id}
     board = client.board()
     assert isinstance(board, ServiceBoard) and board.public.rows
     assert {r.system for r in board.public.rows} <= {"perfect", "half"}
-    for reply in (accepted, state, first, board):
+    for reply in (accepted, state, first, own, board):
         assert all(extra == {} for extra in _leftovers(reply)), reply
 
 
