@@ -41,8 +41,16 @@ from searchtome.baselines.encoders import Encoder, EncoderConfig
 from searchtome.baselines.navtree import HybridConfig, NavTreeConfig, chunks_of_leaves, run_hybrid
 from searchtome.baselines.registry import RunContext, register
 
+from searchtome.document import (
+    Format,
+    Mode,
+    before_format,
+    read_document,
+    unchanged,
+    write_document,
+)
 from searchtome.errors import SearchTomeError
-from searchtome.io import stable_hash
+from searchtome.io import read_json, stable_hash, write_json
 from searchtome.records import Run
 from searchtome.submissions.runinfo import TrainingReport
 
@@ -198,18 +206,35 @@ def dense_r1(model: Any, dataset: Any, encoder: Encoder, config: FinetuneConfig)
 # -- train or reuse ----------------------------------------------------------------------------
 
 
+REPORT_FILE = "report.json"
+# A trained model's report.json (fine-tuned encoder, cross-encoder): a TrainingReport, read
+# strictly; files written before version 1 have no format key.
+REPORT = Format("searchtome-training-report", 1, upgrades=(unchanged,), shape=before_format)
+
+
+def read_report(folder: Path) -> TrainingReport:
+    """The ``report.json`` of a trained model folder, typed."""
+    path = folder / REPORT_FILE
+    advice = "delete the model folder to train it again"
+    return read_document(REPORT, TrainingReport, read_json(path), path, advice, Mode.STRICT)
+
+
+def write_report(folder: Path, report: TrainingReport) -> None:
+    write_json(folder / REPORT_FILE, write_document(REPORT, report))
+
+
 @dataclass
 class Tuned:
     """A fine-tuned model folder in the cache, and what its training recorded."""
 
     path: Path
-    report: dict[str, Any]
+    report: TrainingReport
     reused: bool
 
     @property
     def training(self) -> TrainingReport:
-        """The training's report, typed: what ``run_info.notes.training`` records."""
-        return TrainingReport.from_dict(self.report)
+        """The training's report: what ``run_info.notes.training`` records."""
+        return self.report
 
     @property
     def shown_path(self) -> str:
@@ -245,9 +270,9 @@ def fine_tune(dataset: Any, config: FinetuneConfig, seed: int, root: Path | None
     rows = training_examples(dataset, encoder, config, config.hard_negatives)
     key = training_key(dataset, config, seed, rows)
     path = (root or cache_dir("finetune")) / key[:24]
-    if (path / "report.json").is_file() and (path / "modules.json").is_file():
+    if (path / REPORT_FILE).is_file() and (path / "modules.json").is_file():
         log.info("reusing the fine-tuned encoder in %s", path)
-        return Tuned(path, json.loads((path / "report.json").read_text()), reused=True)
+        return Tuned(path, read_report(path), reused=True)
     report = train(dataset, encoder, config, seed, rows, path)
     return Tuned(path, report, reused=False)
 
@@ -259,11 +284,11 @@ def train(
     seed: int,
     rows: list[dict[str, Any]],
     path: Path,
-) -> dict[str, Any]:
+) -> TrainingReport:
     """Train on ``rows``, keep the epoch with the best dev R@1 in ``path``; returns the report."""
     import tempfile
 
-    from searchtome.io import staged_dir, write_json
+    from searchtome.io import staged_dir
     from searchtome.llm.models import resolve
     from searchtome.settings import hf_offline_env
     from searchtome.threads import torch_threads
@@ -286,18 +311,18 @@ def train(
                 trainer.add_callback(dev_callback(model, dataset, encoder, config, tmp, history))
                 trainer.train()
             best = max(history, key=lambda h: (h["dev_r1"], -h["epoch"]))
-            report = {
-                "seconds": round(time.perf_counter() - start, 1),
-                "threads": threads,
-                "n_examples": len(rows),
-                "loss": "MultipleNegativesRankingLoss (in-batch + BM25 hard negatives)",
-                "dev_r1_per_epoch": [h["dev_r1"] for h in history],
-                "best_epoch": best["epoch"],
-                "best_dev_r1": best["dev_r1"],
-                "parameters": sum(p.numel() for p in model.parameters()),
-                "seed": seed,
-            }
-            write_json(tmp / "report.json", report)
+            report = TrainingReport(
+                seconds=round(time.perf_counter() - start, 1),
+                threads=threads,
+                n_examples=len(rows),
+                loss="MultipleNegativesRankingLoss (in-batch + BM25 hard negatives)",
+                dev_r1_per_epoch=tuple(h["dev_r1"] for h in history),
+                best_epoch=best["epoch"],
+                best_dev_r1=best["dev_r1"],
+                parameters=sum(p.numel() for p in model.parameters()),
+                seed=seed,
+            )
+            write_report(tmp, report)
     return report
 
 

@@ -19,7 +19,6 @@ scores each pair once.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -30,12 +29,15 @@ import numpy as np
 from searchtome.baselines.encoders import Encoder
 from searchtome.baselines.finetune import (
     DEV_SPLIT,
+    REPORT_FILE,
     TRAIN_SPLIT,
     FinetuneHybridConfig,
     Tuned,
     describe,
     fine_tune,
+    read_report,
     training_examples,
+    write_report,
 )
 from searchtome.baselines.navtree import best_chunks, book_index, fused_chunk_scores, normalise
 from searchtome.baselines.registry import RunContext, register
@@ -44,6 +46,7 @@ from searchtome.errors import SearchTomeError
 from searchtome.io import stable_hash
 from searchtome.limits import MAX_IDS
 from searchtome.records import Run
+from searchtome.submissions.runinfo import TrainingReport
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +89,8 @@ def cross_encoder(dataset: Any, config: RerankConfig, seed: int, root: Path | No
     versions = {p: md.version(p) for p in ("torch", "transformers", "sentence-transformers")}
     key = stable_hash(["ce", encoder.fingerprint, config.ce_settings(), seed, versions, rows])
     path = (root or cache_dir("finetune")) / f"ce-{key[:24]}"
-    if (path / "report.json").is_file():
-        return Tuned(path, json.loads((path / "report.json").read_text()), reused=True)
+    if (path / REPORT_FILE).is_file():
+        return Tuned(path, read_report(path), reused=True)
     pairs = [
         {"query": r["anchor"], "passage": r[col], "label": float(col == "positive")}
         for r in rows
@@ -98,10 +101,10 @@ def cross_encoder(dataset: Any, config: RerankConfig, seed: int, root: Path | No
 
 def train_cross_encoder(
     config: RerankConfig, seed: int, pairs: list[dict[str, Any]], path: Path
-) -> dict[str, Any]:
+) -> TrainingReport:
     import tempfile
 
-    from searchtome.io import staged_dir, write_json
+    from searchtome.io import staged_dir
     from searchtome.llm.models import resolve
     from searchtome.settings import hf_offline_env
     from searchtome.threads import torch_threads
@@ -141,15 +144,15 @@ def train_cross_encoder(
                 loss = BinaryCrossEntropyLoss(model)
                 CrossEncoderTrainer(model=model, args=args, train_dataset=data, loss=loss).train()
             model.save(str(tmp))
-            report = {
-                "seconds": round(time.perf_counter() - start, 1),
-                "threads": threads,
-                "n_pairs": len(pairs),
-                "loss": "BinaryCrossEntropyLoss (1 positive, BM25 hard negatives per question)",
-                "parameters": sum(p.numel() for p in model.model.parameters()),
-                "seed": seed,
-            }
-            write_json(tmp / "report.json", report)
+            report = TrainingReport(
+                seconds=round(time.perf_counter() - start, 1),
+                threads=threads,
+                n_pairs=len(pairs),
+                loss="BinaryCrossEntropyLoss (1 positive, BM25 hard negatives per question)",
+                parameters=sum(p.numel() for p in model.model.parameters()),
+                seed=seed,
+            )
+            write_report(tmp, report)
     return report
 
 

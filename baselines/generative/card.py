@@ -5,56 +5,72 @@ frozen base model, the seed, the settings that shaped it (its cache key's) and t
 report. ``searchtome run`` reads it when it reuses a cached adapter or loads one given with
 ``--set adapter=``, and ``searchtome ls trainings`` lists finished trainings from it.
 
-Versions: 1 writes ``version``. Cards written before it have no ``version`` (read as 0) and
-may lack ``frozen_prefix``, which their readers took as false; the upgrade fills it in so, as
-a derived field (read, never written back: the file stays as it was).
+Versions (:data:`CARD`, on the document kernel): 2 writes ``"format":
+"searchtome-adapter-card-v2"``. Version 1 wrote an integer ``version`` instead; cards from
+before it have neither (version 0) and may lack ``frozen_prefix``, which their readers took as
+false. Both upgrade on reading; a card is only ever written fresh, by a training.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchtome.errors import SearchTomeError
+from searchtome.document import (
+    FieldError,
+    Format,
+    Record,
+    expected,
+    read_document,
+    write_document,
+)
 from searchtome.io import read_json
-from searchtome.submissions.runinfo import Part, TrainingReport, all_problems
+from searchtome.submissions.runinfo import TrainingReport
 
 CARD_FILE = "searchtome.json"
-CARD_VERSION = 1
+CARD_VERSION = 2
 
 
 @dataclass(frozen=True, kw_only=True)
-class AdapterCard(Part):
-    """What trained a saved adapter (``searchtome.json``)."""
+class AdapterCard(Record):
+    """What trained a saved adapter (``searchtome.json``), read strictly (searchtome wrote it)."""
 
-    # JSON key "version" (a Part's own ``version`` is bookkeeping); None: before versions, 0.
-    card_version: int | None = field(default=None, metadata={"key": "version"})
     system: str | None = None
     frozen_prefix: bool | None = None
     seed: int | None = None
     config: Mapping[str, Any] | None = None  # the settings in the adapter's cache key
     training: TrainingReport | None = None
 
-
-def _upgrade_from_0(card: AdapterCard) -> AdapterCard:
-    if card.frozen_prefix is not None:
-        return card
-    return dataclasses.replace(card, frozen_prefix=False, derived=card.derived | {"frozen_prefix"})
+    def to_dict(self) -> dict[str, Any]:
+        return write_document(CARD, self)
 
 
-_UPGRADES: dict[int, Callable[[AdapterCard], AdapterCard]] = {0: _upgrade_from_0}
+def _told_version(raw: Mapping[str, Any]) -> int | None:
+    """Versions 0 and 1 have no ``format``: 1 wrote ``version``, 0 nothing."""
+    if "format" in raw:
+        return None
+    version = raw.get("version", 0)
+    if version not in (0, 1) or isinstance(version, bool):
+        raise FieldError("version", expected("0 or 1 (later cards write format)", version))
+    return version
 
 
-def upgrade(card: AdapterCard) -> AdapterCard:
-    """``card`` at :data:`CARD_VERSION`, one step per version (the written version kept)."""
-    version = card.card_version or 0
-    while version < CARD_VERSION:
-        card = _UPGRADES[version](card)
-        version += 1
-    return card
+def _upgrade_from_0(raw: dict[str, Any]) -> dict[str, Any]:
+    return {"frozen_prefix": False, **raw}
+
+
+def _upgrade_from_1(raw: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k != "version"}
+
+
+CARD = Format(
+    "searchtome-adapter-card",
+    CARD_VERSION,
+    upgrades=(_upgrade_from_0, _upgrade_from_1),
+    shape=_told_version,
+)
 
 
 def read_card(folder: Path) -> AdapterCard | None:
@@ -64,18 +80,7 @@ def read_card(folder: Path) -> AdapterCard | None:
     if not path.is_file():
         return None
     raw = read_json(path)  # bad JSON: one line naming the file and the line
-    if not isinstance(raw, dict):
-        raise SearchTomeError(f"{path}: expected a JSON object; delete it")
-    card = AdapterCard.from_dict(raw)
-    problems = all_problems(card)
-    if problems:
-        raise SearchTomeError(f"{path}: {problems[0]}; delete the adapter folder to retrain")
-    if (card.card_version or 0) > CARD_VERSION:
-        raise SearchTomeError(
-            f"{path}: card version {card.card_version}, this searchtome reads up to {CARD_VERSION}; "
-            "upgrade searchtome"
-        )
-    return upgrade(card)
+    return read_document(CARD, AdapterCard, raw, path, "delete the adapter folder to retrain")
 
 
 def new_card(
@@ -83,7 +88,6 @@ def new_card(
 ) -> AdapterCard:
     """The card of an adapter trained now (the current version)."""
     return AdapterCard(
-        card_version=CARD_VERSION,
         system=system,
         frozen_prefix=frozen_prefix,
         seed=seed,

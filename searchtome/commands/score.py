@@ -72,7 +72,7 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
         # A blind release's private folder: its qrels, and runs in source ids renamed to public ones.
         from searchtome.dataset.blind import private_qrels, read_private, rename_run
 
-        split = read_private(args.qrels)["split"]
+        split = read_private(args.qrels).split
         if args.split != split:
             raise SearchTomeError(
                 f"{args.qrels}: holds the {split} split's qrels, not {args.split}"

@@ -232,12 +232,11 @@ def _check_overlap(args: argparse.Namespace) -> None:
     import sys
 
     from searchtome.dataset.blind import is_private, read_private
-    from searchtome.dataset.manifest import QUESTIONS_PUBLIC
     from searchtome.dataset.overlap import public_overlap
 
     if not is_private(args.private):
         return  # init_home says what is wrong with it
-    public = read_private(args.private).get(QUESTIONS_PUBLIC)
+    public = read_private(args.private).questions_public
     if public:
         print(
             f"searchtome: warning: {args.private}: its questions and their gold are public in "
@@ -441,6 +440,8 @@ def _check_port(host: str, port: int) -> None:
             f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc}); stop "
             "what uses it or choose another --port"
         ) from None
+
+
 def _init_phases(args: argparse.Namespace, root: Path) -> None:
     from searchtome.service.phases import Phase, parse_time
 

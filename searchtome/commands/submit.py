@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from searchtome.service.replies import Remaining
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,39 +32,36 @@ def _run(args: argparse.Namespace) -> int:
     import json
 
     from searchtome.service.client import submit
+    from searchtome.service.replies import Accepted
 
     result = submit(args.submission, args.server, args.token, meta=args.meta, wait=args.wait)
-    if not args.wait:
-        print(f"accepted as {result['id']} (queued); check with --wait or GET {result['url']}")
-        _print_remaining(result)
+    if isinstance(result, Accepted):
+        print(f"accepted as {result.id} (queued); check with --wait or GET {result.url}")
+        _print_remaining(result.remaining)
         return 0
-    print(f"{result['id']}: scored")
+    print(f"{result.id}: scored")
     names = {"NonLeaf@1": "non-leaf@1", "Invalid@1": "invalid@1"}
-    for scope, part in result.get("scores", {}).items():
-        agg = part["aggregate"]
+    for scope, part in (result.scores or {}).items():
+        agg = part.aggregate
         shown = "  ".join(
             f"{names.get(m, m)} {agg[m] * 100:.1f}"
             for m in ("R@1", "R@3", "nDCG@3", "NonLeaf@1", "Invalid@1")
-            if m in agg
+            if m in agg  # the count measures are left out of rounded and ladder replies
         )
-        print(f"  {scope} ({part['n_queries']} queries): {shown}")
-    for note in (result.get("public_hidden"), result.get("private_note")):
+        print(f"  {scope} ({part.n_queries} queries): {shown}")
+    for note in (result.public_hidden, result.private_note):
         if note:
             print(f"  {note}")
-    ladder = result.get("ladder")
-    if ladder and not ladder["improved"]:
-        print(f"  public: not a clear improvement; showing your best run {ladder['shows']}")
-    _print_remaining(result)
+    if result.ladder is not None and not result.ladder.improved:
+        print(f"  public: not a clear improvement; showing your best run {result.ladder.shows}")
+    _print_remaining(result.remaining)
     if args.verbose:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
     return 0
 
 
-def _print_remaining(result: dict) -> None:
-    left = result.get("remaining")
-    if not left:
+def _print_remaining(left: Remaining | None) -> None:
+    if left is None:
         return
-    phase = (
-        f", {left['in_phase']} in phase {left['phase']!r}" if left["in_phase"] is not None else ""
-    )
-    print(f"  remaining: {left['today']} of {left['daily_limit']} today (UTC){phase}")
+    phase = f", {left.in_phase} in phase {left.phase!r}" if left.in_phase is not None else ""
+    print(f"  remaining: {left.today} of {left.daily_limit} today (UTC){phase}")

@@ -50,6 +50,7 @@ from searchtome.dataset.layout import (
 )
 from searchtome.dataset.loader import Dataset, load
 from searchtome.dataset.manifest import QUESTIONS_PUBLIC, BlindInfo, DatasetManifest
+from searchtome.document import Format, Record, read_document, write_document
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.io import (
     PathLike,
@@ -64,10 +65,24 @@ from searchtome.io import (
 from searchtome.records import SPLITS, Query, Run, Submission, Unit
 
 BLIND_FILE = "blind.json"
-BLIND_FORMAT = "searchtome-blind-v1"
+BLIND = Format("searchtome-blind", 1)
+BLIND_FORMAT = BLIND.tag
 SOURCE_MANIFEST = "source-manifest.json"
 PUBLIC_COPIES = (CORPUS_FILE, BOOKS_FILE, TOC_FILE, PARAGRAPHS_FILE)
 KEY_BYTES = 32
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivateHalf(Record):
+    """``blind.json``, the private half's record: the split held back and the release's secret."""
+
+    split: str
+    # The release's secret: with it, anyone could link public ids to source ids.
+    key: str
+    key_algorithm: str
+    source_query_ids: Mapping[str, str]  # public query id -> source query id
+    # Where these questions and their gold are public already (a rehearsal; None: nowhere known).
+    questions_public: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,18 +192,14 @@ def _write_private(
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     public_ids = {ids.query(q.query_id): q.query_id for q in queries}
-    write_json(
-        out / BLIND_FILE,
-        {
-            "format": BLIND_FORMAT,
-            "split": split,
-            # The release's secret: with it, anyone could link public ids to source ids.
-            "key": ids.key.hex(),
-            "key_algorithm": "HMAC-SHA256(key, KIND \\0 SOURCE_ID)[:16 hex], KIND query or unit",
-            "source_query_ids": dict(sorted(public_ids.items())),
-            **({QUESTIONS_PUBLIC: questions_public} if questions_public else {}),
-        },
+    held = PrivateHalf(
+        split=split,
+        key=ids.key.hex(),
+        key_algorithm="HMAC-SHA256(key, KIND \\0 SOURCE_ID)[:16 hex], KIND query or unit",
+        source_query_ids=dict(sorted(public_ids.items())),
+        questions_public=questions_public or None,
     )
+    write_json(out / BLIND_FILE, write_document(BLIND, held))
     name = f"{ds.manifest.name or 'dataset'} (private)"
     write_manifest(out, DatasetManifest(name=name, blind=BlindInfo(split=split, private=True)))
     owner_only(out)
@@ -204,11 +215,11 @@ def owner_only(root: Path) -> None:
 def _release_key(private: Path, split: str) -> bytes:
     """The key of the release already in ``private`` (same split), else a fresh random one."""
     try:
-        held = read_private(private) if is_private(private) else {}
+        held = read_private(private) if is_private(private) else None
     except SearchTomeError:
-        held = {}
-    key = held.get("key") if held.get("split") == split else None
-    if isinstance(key, str) and len(key) == 2 * KEY_BYTES:
+        held = None
+    key = held.key if held is not None and held.split == split else None
+    if key is not None and len(key) == 2 * KEY_BYTES:
         try:
             return bytes.fromhex(key)
         except ValueError:
@@ -257,16 +268,16 @@ def is_private(path: PathLike) -> bool:
     return (Path(path) / BLIND_FILE).is_file()
 
 
-def read_private(private: PathLike) -> dict[str, Any]:
-    data = read_json(Path(private) / BLIND_FILE)
-    if data.get("format") != BLIND_FORMAT:
-        raise SearchTomeError(f"{Path(private) / BLIND_FILE}: format is not {BLIND_FORMAT}")
-    return data
+def read_private(private: PathLike) -> PrivateHalf:
+    """The private half's ``blind.json``, typed (strict: searchtome wrote it)."""
+    path = Path(private) / BLIND_FILE
+    advice = "write the release again with `searchtome publish --blind`"
+    return read_document(BLIND, PrivateHalf, read_json(path), path, advice)
 
 
 def with_private(public: Dataset, private: PathLike) -> Dataset:
     """``public`` with its blind split's queries (and gold) and the units put back."""
-    blind = read_private(private)["split"]
+    blind = read_private(private).split
     held = load_private_queries(private)
     others = [q for s in SPLITS if s != blind for q in public.queries(s)]
     units = [Unit.from_dict(r) for r in _rows(Path(private) / UNITS_FILE)]
@@ -289,7 +300,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 def load_private_queries(private: PathLike) -> list[Query]:
     """The blind split's queries with their gold, in public ids."""
     root = Path(private)
-    split = read_private(root)["split"]
+    split = read_private(root).split
     gold = {r["query-id"]: r["corpus-id"] for r in _rows(root / qrels_file(split)) if r["score"]}
     return [
         Query(
@@ -312,7 +323,7 @@ def private_qrels(private: PathLike) -> dict[str, dict[str, int]]:
 
 def rename_run(item: Run | Submission, private: PathLike) -> Run | Submission:
     """A run in source query ids renamed to the public ids; one in public ids is returned as is."""
-    back: Mapping[str, str] = read_private(private)["source_query_ids"]
+    back = read_private(private).source_query_ids
     public_of = {source: public for public, source in back.items()}
     run = item.run if isinstance(item, Submission) else item
     if not any(qid in public_of for qid in run.rankings):

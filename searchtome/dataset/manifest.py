@@ -5,7 +5,7 @@ file. :class:`DatasetManifest` holds it as frozen dataclasses nested by part: th
 books, library versions, ToC options, question generation, the split, the build record, the file
 hashes and, for an imported release, its source. :func:`read_manifest` (or
 :meth:`DatasetManifest.from_dict`) is the one reader: it upgrades older layouts explicitly
-(:data:`UPGRADES`) and names the file and field of a bad value in one line;
+(:data:`MANIFEST`, on the document kernel) and names the file and field of a bad value in one line;
 :func:`write_manifest` is the one writer.
 
 Versions (``format`` in the file, ``version`` on the object):
@@ -23,13 +23,19 @@ keys recorded as ``null``, are kept in ``extra`` and written back as they were.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from searchtome.document import NOT_WRITTEN, FieldError, Record, read_record
-from searchtome.errors import SearchTomeError
+from searchtome.document import (
+    NOT_WRITTEN,
+    FieldError,
+    Format,
+    Record,
+    document_error,
+    read_record,
+)
 from searchtome.io import PathLike, read_json, sha256_file, write_json
 
 MANIFEST_FILE = "manifest.json"
@@ -45,7 +51,6 @@ class FileHash(Record):
 
     sha256: str
     bytes: int
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,6 @@ class CatalogCollection(Record):
     catalog_version: str | int | None = None
     catalog_sha256: str | None = None
     books: tuple[str, ...] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,6 @@ class PdfDirCollection(Record):
     kind: str = "pdf-dir"
     files: Mapping[str, str] | None = None
     metadata_sha256: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 Collection = CatalogCollection | PdfDirCollection
@@ -83,7 +86,6 @@ class Versions(Record):
     searchtome: str | None = None
     pymupdf: str | None = None
     pyarrow: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,14 +94,12 @@ class Extraction(Record):
 
     infer_toc: bool = False
     leaf_depth: Mapping[str, int] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class UnitSettings(Record):
     min_chars: int | None = None
     drop_below: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,6 @@ class GenerationCounts(Record):
     questions_generated: int | None = None
     questions_kept: int | None = None
     removed: Mapping[str, int] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -130,7 +129,6 @@ class Generation(Record):
     filters: Mapping[str, Any] | None = None  # FilterConfig.to_dict()
     units: UnitSettings | None = None
     counts: GenerationCounts | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def writer(self) -> str | None:
@@ -161,7 +159,6 @@ class ReleaseGeneration(Record):
     units: int | None = None
     filters: Mapping[str, Any] | None = None
     hand_written: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def writer(self) -> str | None:
@@ -188,7 +185,6 @@ class BuildSplit(Record):
     leaf_coverage: Mapping[str, int] | None = None
     leaves_missing_from_train: int | None = None
     manifest: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -214,7 +210,6 @@ class ReleaseSplit(Record):
     leaf_coverage: Mapping[str, int] | None = None
     constraints: Mapping[str, Any] | None = None
     paper_reference_counts: Mapping[str, int] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -223,7 +218,6 @@ class BuildRecord(Record):
 
     format: str | None = None
     fingerprint: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -238,7 +232,6 @@ class Source(Record):
     book_sha256: str | None = None
     files: Mapping[str, str] | None = None
     verification: Mapping[str, str] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -248,7 +241,6 @@ class NonRetrievalLeaf(Record):
     node_id: str | None = None
     source_id: str | None = None
     title: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 # BlindInfo.extra key: where the held-back questions and their gold are public already (a blind
@@ -264,7 +256,6 @@ class BlindInfo(Record):
     split: str = ""
     format: str | None = None
     note: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
     private: bool = field(default=False, metadata=NOT_WRITTEN)
 
 
@@ -296,7 +287,6 @@ class DatasetManifest(Record):
     blind: BlindInfo | None = None
     build: BuildRecord | None = None
     files: Mapping[str, FileHash] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     # -- reading ---------------------------------------------------------------------------------
     @classmethod
@@ -306,18 +296,14 @@ class DatasetManifest(Record):
         ``where`` names the file in the one-line error a bad field raises.
         """
         label = where or MANIFEST_FILE
-        if not isinstance(data, Mapping):
-            raise SearchTomeError(f"{label}: not a JSON object; rewrite it with `searchtome build`")
         try:
-            version = 0 if _has_flat_settings(data) else _version(data.get("format"))
-            body = dict(data)
-            for step in range(version, MANIFEST_VERSION):
-                body = UPGRADES[step](body)
-            body.pop("format", None)
-            return _read_document(body)
+            if not isinstance(data, Mapping):
+                raise FieldError("", "expected a JSON object")
+            body, version = MANIFEST.upgrade(data)
+            return dataclasses.replace(_read_document(body), read_version=version)
         except FieldError as bad:
-            raise SearchTomeError(
-                f"{label}: {bad}; fix or remove that field (or rebuild the dataset)"
+            raise document_error(
+                label, bad, "fix or remove that field (or rebuild the dataset)"
             ) from None
 
     @classmethod
@@ -405,21 +391,6 @@ def _read_document(body: dict[str, Any]) -> DatasetManifest:
     return dataclasses.replace(read_record(DatasetManifest, body, ""), **parts)
 
 
-def _version(fmt: Any) -> int:
-    if fmt is None:
-        return 0
-    text = str(fmt)
-    number = text.removeprefix(FORMAT_PREFIX)
-    if not isinstance(fmt, str) or not text.startswith(FORMAT_PREFIX) or not number.isdigit():
-        raise FieldError("format", f"{fmt!r} is not a SearchTome dataset format ({FORMAT_VERSION})")
-    if int(number) > MANIFEST_VERSION:
-        raise FieldError(
-            "format",
-            f"{fmt} is newer than this searchtome reads ({FORMAT_VERSION}); upgrade searchtome",
-        )
-    return int(number)
-
-
 # Version 0's flat settings and the object key each one moves to.
 FLAT_KEYS: dict[str, tuple[str, str]] = {
     "model": ("generation", "model"),
@@ -448,11 +419,22 @@ def _upgrade_v0(data: dict[str, Any]) -> dict[str, Any]:
             continue  # a non-object section, or one that records the key itself
         part[key] = out.pop(flat)
         out[section] = part
-    out["format"] = FORMAT_VERSION
     return out
 
 
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _upgrade_v0}
+_KEYED = Format(FORMAT_PREFIX.removesuffix("-v"), MANIFEST_VERSION, upgrades=(_upgrade_v0,))
+
+
+def _told_version(data: Mapping[str, Any]) -> int:
+    """0 for a manifest without ``format`` or with flat settings (a bad or newer format fails
+    first); else the version ``format`` names."""
+    if "format" not in data:
+        return 0
+    version = _KEYED.version_of(data)
+    return 0 if _has_flat_settings(data) else version
+
+
+MANIFEST = dataclasses.replace(_KEYED, shape=_told_version)
 
 
 def read_manifest(path: PathLike) -> DatasetManifest:
@@ -464,7 +446,6 @@ def read_manifest(path: PathLike) -> DatasetManifest:
 
 def _has_flat_settings(data: Mapping[str, Any]) -> bool:
     """Whether a manifest keeps a setting flat that its object lacks (version 0's layout)."""
-    _version(data.get("format"))  # a bad or newer format fails first
     return any(
         data.get(flat) is not None and (not isinstance(data.get(s), Mapping) or k not in data[s])
         for flat, (s, k) in FLAT_KEYS.items()

@@ -6,8 +6,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from searchtome.errors import SearchTomeError
@@ -36,14 +35,6 @@ class PairTest:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> PairTest:
-        """A test as :meth:`to_dict` wrote it; an interval JSON could not hold (NaN) is null."""
-        values = dict(raw)
-        for key in ("ci_low", "ci_high"):
-            values[key] = math.nan if values[key] is None else values[key]
-        return cls(**values)
 
 
 MCNEMAR_TEXT = (
@@ -76,10 +67,6 @@ class ComparisonSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> ComparisonSettings:
-        return cls(**{f.name: raw[f.name] for f in fields(cls) if f.name in raw})
 
 
 _SUPERSCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -242,19 +229,6 @@ class ComparisonReport:
             "tests": [t.to_dict() for t in self.tests],
             "settings": self.settings.to_dict(),
         }
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> ComparisonReport:
-        """A report as :meth:`to_dict` wrote it (``leaderboard.json``'s ``comparison``)."""
-        return cls(
-            list(raw["systems"]),
-            list(raw["measures"]),
-            list(raw["scopes"]),
-            raw["means"],
-            dict(raw["n_queries"]),
-            [PairTest.from_dict(t) for t in raw["tests"]],
-            ComparisonSettings.from_dict(raw["settings"]),
-        )
 
     def to_json(self) -> str:
         from searchtome.io import dumps

@@ -3,12 +3,15 @@ its one reader.
 
 :func:`document_of` turns a build's :class:`~searchtome.leaderboard.results.LeaderboardResult`
 into a :class:`LeaderboardDocument`; :func:`to_json` is the only code that writes the file's
-text and :func:`read_document` the only code that reads it. Every file goes through
-:func:`upgrade` first, which fills in what older files of the same format lack (the fields
-were added one by one under ``searchtome-leaderboard-v1``: ranking depth and predictions file
-name, then learning curves, then empty rankings, system cards and colours), so a file of any
-age loads as the current shape. Values JSON cannot hold (NaN: an interval built with
-``--bootstrap 0``) are written as ``null`` and read back as NaN.
+text and :func:`read_document` the only code that reads it, on the document kernel
+(:mod:`searchtome.document`): the version through :data:`LEADERBOARD`, every value typed
+strictly against the result dataclasses (one error line naming the field), an entry's unknown
+keys kept in its ``extra``. Every file then goes through :func:`complete`, which fills in what
+older files of the same format lack (the fields were added one by one under
+``searchtome-leaderboard-v1``: ranking depth and predictions file name, then learning curves,
+then empty rankings, system cards and colours), so a file of any age loads as the current
+shape. Values JSON cannot hold (NaN: an interval built with ``--bootstrap 0``) are written as
+``null`` and read back as NaN.
 
 A new section is one field on :class:`LeaderboardDocument`, one line in :func:`_encode` and one
 in :func:`_decode`.
@@ -16,13 +19,22 @@ in :func:`_decode`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from searchtome.errors import SearchTomeError
+from searchtome.document import (
+    FieldError,
+    Format,
+    Mode,
+    Reading,
+    convert,
+    document_error,
+    expected,
+    join,
+    read_record,
+)
 from searchtome.io import PathLike, atomic_write, dumps, read_json
 from searchtome.leaderboard.comparison import ComparisonReport
 from searchtome.leaderboard.results import (
@@ -31,32 +43,29 @@ from searchtome.leaderboard.results import (
     Breakdown,
     BudgetSummary,
     CheckResult,
-    CheckStatus,
-    ClusteredTest,
     Entry,
     GroupComparison,
-    GroupTest,
     LeaderboardResult,
     LeaderboardSettings,
     LearningCurve,
     PairedAnalysis,
-    PairedTest,
     RunPairTest,
     SeedGroup,
     SeedReport,
-    SeedRun,
     SeedSettings,
     curve_groups,
     relative,
     scorer_order,
 )
 from searchtome.leaderboard.text import finite
-from searchtome.submissions.meta import meta_dict, parse_run_meta
+from searchtome.submissions.meta import meta_dict
 from searchtome.submissions.validate import ValidationReport
 
-FORMAT = "searchtome-leaderboard-v1"  # the file's "format": the version is its last part
-VERSION = 1
+LEADERBOARD = Format("searchtome-leaderboard", 1)  # on the document kernel
+FORMAT = LEADERBOARD.tag
+VERSION = LEADERBOARD.version
 FILE = "leaderboard.json"
+ADVICE = "regenerate it with searchtome leaderboard"
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,7 @@ def write_document(path: PathLike, doc: LeaderboardDocument) -> Path:
 def _encode(doc: LeaderboardDocument) -> dict[str, Any]:
     out: dict[str, Any] = {
         **doc.extra,
-        "format": f"searchtome-leaderboard-v{doc.version}",
+        "format": f"{LEADERBOARD.name}-v{doc.version}",
         "dataset": doc.dataset,
         "split": doc.split,
         "settings": _fields(doc.settings),
@@ -170,12 +179,14 @@ def _encode(doc: LeaderboardDocument) -> dict[str, Any]:
 
 
 def _fields(obj: Any) -> dict[str, Any]:
-    """A flat dataclass's fields (not :func:`dataclasses.asdict`: nested values stay as they are)."""
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+    """A flat dataclass's fields (not :func:`dataclasses.asdict`: nested values stay as they are);
+    ``extra`` (the keys a reading kept) is not one of them."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj) if f.name != "extra"}
 
 
 def _entry(e: Entry) -> dict[str, Any]:
     return {
+        **e.extra,
         **_fields(e),
         "meta": meta_dict(e.meta),
         "card": e.card.to_dict(),
@@ -280,7 +291,6 @@ def _without(values: dict[str, Any], *keys: str) -> dict[str, Any]:
 ENTRY_DEFAULTS: dict[str, Any] = {"predictions": "", "depth": 0, "empty": 0.0, "n_empty": 0}
 TOP_DEFAULTS: dict[str, Any] = {CURVES_KEY: {}, "colours": {}}
 KNOWN = {
-    "format",
     "dataset",
     "split",
     "settings",
@@ -296,32 +306,21 @@ KNOWN = {
     "seeds",
     "budget",
 }
+# What the writer derives beside the stored fields: recomputed on reading, never read.
+ENTRY_COMPUTED = frozenset({"card", "beyond_depth"})
+CURVE_COMPUTED = frozenset({"best_dev_r1", "train_seconds", "same_adapter_as"})
+# Every value strictly typed; NaN (an interval built with --bootstrap 0) is written as null.
+NAN = Reading(Mode.STRICT, nan=True)
 
 
-def version_of(raw: Mapping[str, Any], where: str) -> int:
-    """The version a file's ``format`` names; an error for anything that is not a leaderboard."""
-    fmt = raw.get("format")
-    prefix = "searchtome-leaderboard-v"
-    if not isinstance(fmt, str) or not fmt.startswith(prefix) or not fmt[len(prefix) :].isdigit():
-        raise SearchTomeError(
-            f"{where}: format is {fmt!r}, not {FORMAT!r}; this is not a searchtome "
-            "leaderboard.json (write one with searchtome leaderboard)"
-        )
-    version = int(fmt[len(prefix) :])
-    if version > VERSION:
-        raise SearchTomeError(
-            f"{where}: format {fmt!r} is newer than this searchtome reads ({FORMAT!r}); "
-            "upgrade searchtome"
-        )
-    return version
-
-
-def upgrade(raw: Mapping[str, Any], where: str = FILE) -> dict[str, Any]:
-    """``raw`` in the current shape: every field a file of an older shape lacks filled in."""
-    version_of(raw, where)
-    out = {**TOP_DEFAULTS, **raw, "format": FORMAT}
-    out["systems"] = [{**ENTRY_DEFAULTS, **s} for s in raw.get("systems", [])]
-    comparison = raw.get("comparison")
+def complete(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A v1 ``body`` with every field an older v1 file lacks filled in (the fields were added
+    one by one under the same format name, so this is not a version step)."""
+    out = {**TOP_DEFAULTS, **body}
+    systems = body.get("systems")
+    if isinstance(systems, list):
+        out["systems"] = [{**ENTRY_DEFAULTS, **s} if isinstance(s, Mapping) else s for s in systems]
+    comparison = body.get("comparison")
     if isinstance(comparison, Mapping) and isinstance(comparison.get("settings"), Mapping):
         settings = comparison["settings"]
         if "p_floor" not in settings and isinstance(settings.get("permutations"), int):
@@ -333,66 +332,73 @@ def upgrade(raw: Mapping[str, Any], where: str = FILE) -> dict[str, Any]:
 
 def read_document(path: PathLike) -> LeaderboardDocument:
     """The file at ``path``, upgraded to the current shape."""
-    raw = read_json(path)
-    if not isinstance(raw, Mapping):
-        raise SearchTomeError(f"{path}: a leaderboard.json is a JSON object")
-    return from_dict(raw, str(path))
+    return from_dict(read_json(path), str(path))
 
 
-def from_dict(raw: Mapping[str, Any], where: str = FILE) -> LeaderboardDocument:
-    data = upgrade(raw, where)
+def from_dict(raw: Any, where: str = FILE) -> LeaderboardDocument:
+    """``raw`` (a loaded ``leaderboard.json``) typed; one error line naming the field."""
     try:
-        return _decode(data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise SearchTomeError(
-            f"{where}: not a leaderboard this searchtome reads ({type(exc).__name__}: {exc}); "
-            "regenerate it with searchtome leaderboard"
-        ) from exc
+        if not isinstance(raw, Mapping):
+            raise FieldError("", expected("a JSON object", raw))
+        body, version = LEADERBOARD.upgrade(raw)
+        return _decode(complete(body), version)
+    except FieldError as bad:
+        raise document_error(where, bad, ADVICE) from None
 
 
-def _decode(data: dict[str, Any]) -> LeaderboardDocument:
-    analyses = dict(data["analyses"])
+def _field(data: Mapping[str, Any], key: str, hint: Any, where: str = "") -> Any:
+    """``data[key]`` typed by the kernel; a missing key is an error."""
+    at = join(where, key)
+    if key not in data:
+        raise FieldError(at, "missing")
+    return convert(data[key], hint, at, NAN)
+
+
+def _decode(data: dict[str, Any], version: int) -> LeaderboardDocument:
+    analyses = dict(_field(data, "analyses", dict[str, Any]))
     paired = analyses.pop(PAIRED_KEY, None)
-    checks = data.get("checks")
-    systems = [_read_entry(s) for s in data["systems"]]
+    checks, seeds, budget = data.get("checks"), data.get("seeds"), data.get("budget")
+    raw_systems = _field(data, "systems", list[Any])
+    systems = [_read_entry(s, f"systems[{i}]") for i, s in enumerate(raw_systems)]
     return LeaderboardDocument(
-        dataset=data["dataset"],
-        split=data["split"],
-        settings=LeaderboardSettings(**data["settings"]),
-        domains=list(data["domains"]),
+        dataset=_field(data, "dataset", dict[str, Any]),
+        split=_field(data, "split", str),
+        settings=_field(data, "settings", LeaderboardSettings),
+        domains=_field(data, "domains", list[str]),
         systems=systems,
-        comparison=ComparisonReport.from_dict(data["comparison"]) if data["comparison"] else None,
-        analyses={k: _read_breakdown(b) for k, b in analyses.items()},
-        paired=_read_paired(paired) if paired is not None else None,
-        figures=dict(data["figures"]),
-        curves=_read_curves(data[CURVES_KEY], [e.system for e in systems]),
-        colours=dict(data["colours"]),
-        rejected=[RejectedSubmission(**r) for r in data["rejected"]],
-        checks=None if checks is None else [_read_check(c) for c in checks],
-        seeds=seeds_from_dict(data["seeds"]) if "seeds" in data else None,
-        budget=_known(BudgetSummary, data["budget"]) if "budget" in data else None,
+        comparison=_field(data, "comparison", ComparisonReport | None),
+        analyses={k: convert(b, Breakdown, f"analyses.{k}", NAN) for k, b in analyses.items()},
+        paired=None if paired is None else convert(paired, PairedAnalysis, "analyses.paired", NAN),
+        figures=_field(data, "figures", dict[str, str]),
+        curves=_read_curves(_field(data, CURVES_KEY, dict[str, Any]), [e.system for e in systems]),
+        colours=_field(data, "colours", dict[str, str]),
+        rejected=_field(data, "rejected", list[RejectedSubmission]),
+        checks=None if checks is None else convert(checks, list[CheckResult], "checks", NAN),
+        seeds=None if seeds is None else seeds_from_dict(seeds),
+        budget=None if budget is None else convert(budget, BudgetSummary, "budget", NAN),
+        version=version,
         extra={k: v for k, v in data.items() if k not in KNOWN},
     )
 
 
-def _known(cls: Any, raw: Mapping[str, Any]) -> Any:
-    """``cls`` from ``raw``'s stored fields; the derived ones beside them (a system's card, a
-    curve's best dev R@1) are recomputed from these, so they are left out."""
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in raw.items() if k in names})
+def _stored(raw: Any, where: str, computed: frozenset[str]) -> dict[str, Any]:
+    """An object's keys without those the writer derives."""
+    if not isinstance(raw, Mapping):
+        raise FieldError(where, expected("an object", raw))
+    return {k: v for k, v in raw.items() if k not in computed}
 
 
 def _in_order(values: Mapping[str, Any]) -> dict[str, Any]:
     return {m: values[m] for m in scorer_order(values)}
 
 
-def _read_entry(raw: Mapping[str, Any]) -> Entry:
+def _read_entry(raw: Any, where: str) -> Entry:
     """An entry with its measures in the scorer's order, as the build made it (the file's keys
-    are sorted): what is derived from that order, ``beyond_depth``, comes out the same."""
-    e = _known(Entry, raw)
+    are sorted): what is derived from that order, ``beyond_depth``, comes out the same. Keys
+    this version does not know are kept in the entry's ``extra``."""
+    e = read_record(Entry, _stored(raw, where, ENTRY_COMPUTED), where, NAN)
     return replace(
         e,
-        meta=parse_run_meta(e.meta),
         aggregate=_in_order(e.aggregate),
         micro=_in_order(e.micro),
         per_domain={d: _in_order(v) for d, v in e.per_domain.items()},
@@ -404,95 +410,61 @@ def _read_curves(raw: Mapping[str, Any], ranked: list[str]) -> dict[str, Learnin
     """The curves in rank order, as the build made them: which system of a shared training
     comes first (the others point to it) follows that order, not the file's sorted keys."""
     order = [s for s in ranked if s in raw] + sorted(set(raw) - set(ranked))
-    return {s: _known(LearningCurve, raw[s]) for s in order}
-
-
-def _nan(values: list[Any]) -> list[float]:
-    return [math.nan if v is None else v for v in values]
-
-
-def _read_breakdown(raw: Mapping[str, Any]) -> Breakdown:
-    values = dict(raw)
-    for key in ("ci_low", "ci_high"):
-        if key in values:
-            values[key] = {s: _nan(v) for s, v in values[key].items()}
-    return Breakdown(**values)
-
-
-def _read_test(raw: Mapping[str, Any]) -> PairedTest:
-    values = dict(raw)
-    for key in ("ci_low", "ci_high"):
-        values[key] = math.nan if values[key] is None else values[key]
-    return PairedTest(**values)
-
-
-def _read_paired(raw: Mapping[str, Any]) -> PairedAnalysis:
-    values = dict(raw)
-    values["buckets"] = [_read_test(t) for t in raw["buckets"]]
-    values["rare"] = _read_test(raw["rare"]) if raw.get("rare") else None
-    return PairedAnalysis(**values)
-
-
-def _read_check(raw: Mapping[str, Any]) -> CheckResult:
-    return CheckResult(**{**raw, "status": CheckStatus(raw["status"])})
+    return {
+        s: read_record(LearningCurve, _stored(raw[s], at, CURVE_COMPUTED), at, NAN)
+        for s in order
+        for at in [f"{CURVES_KEY}.{s}"]
+    }
 
 
 # -- the seeds section ---------------------------------------------------------------------------
 
 # What a group's record derives from its runs (recomputed on reading, so never out of step).
-_GROUP_DERIVED = ("n_seeds", "seeds", "mean", "sd", "min", "max")
+_GROUP_DERIVED = frozenset({"n_seeds", "seeds", "mean", "sd", "min", "max"})
 _RUN_PAIR = ("a", "seed_a", "b", "seed_b")
 
 
-def seeds_from_dict(raw: Mapping[str, Any]) -> SeedReport:
+def seeds_from_dict(raw: Any, where: str = "seeds") -> SeedReport:
     """The ``seeds`` section typed; :func:`seeds_to_dict` of it gives ``raw`` back."""
+    if not isinstance(raw, Mapping):
+        raise FieldError(where, expected("an object", raw))
+    groups = _field(raw, "groups", list[Any], where)
+    comparisons = _field(raw, "comparisons", list[Any], where)
     return SeedReport(
-        groups=[_read_seed_group(g) for g in raw["groups"]],
-        comparisons=[_read_group_comparison(c) for c in raw["comparisons"]],
-        settings=SeedSettings(**raw["settings"]),
+        groups=[_read_seed_group(g, f"{where}.groups[{i}]") for i, g in enumerate(groups)],
+        comparisons=[
+            _read_group_comparison(c, f"{where}.comparisons[{i}]")
+            for i, c in enumerate(comparisons)
+        ],
+        settings=_field(raw, "settings", SeedSettings, where),
     )
 
 
-def _read_seed_group(raw: Mapping[str, Any]) -> SeedGroup:
-    unknown = set(raw) - {"system", "runs", *_GROUP_DERIVED}
-    if unknown:
-        raise KeyError(f"seed group {raw.get('system')!r}: unknown {', '.join(sorted(unknown))}")
-    runs = [SeedRun(**{**r, "aggregate": _in_order(r["aggregate"])}) for r in raw["runs"]]
-    return SeedGroup(raw["system"], runs)
+def _read_seed_group(raw: Any, where: str) -> SeedGroup:
+    group = read_record(SeedGroup, _stored(raw, where, _GROUP_DERIVED), where, NAN)
+    runs = [replace(r, aggregate=_in_order(r.aggregate)) for r in group.runs]
+    return replace(group, runs=runs)
 
 
-def _read_group_test(raw: Mapping[str, Any]) -> GroupTest:
-    values = dict(raw)
-    for key in ("ci_low", "ci_high", "p_value"):  # NaN without replicates (--bootstrap 0)
-        values[key] = math.nan if values[key] is None else values[key]
-    if values.get("p_runs", 0.0) is None:
-        values["p_runs"] = math.nan
-    return GroupTest(**values)
+def _run_pairs(values: Mapping[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    """Run pairs as written (each test flat beside the runs it compares, a rare-leaf pair's
+    leaf-clustered test nested as ``leaves``) in the shape of :class:`RunPairTest`."""
+    pairs = _field(values, key, list[Any], where)
+    out = []
+    for i, raw in enumerate(pairs):
+        t = _stored(raw, f"{where}.{key}[{i}]", frozenset())
+        pair = {k: t[k] for k in _RUN_PAIR if k in t}
+        pair["test"] = {k: v for k, v in t.items() if k not in (*_RUN_PAIR, "leaves")}
+        if "leaves" in t:
+            pair["leaves"] = t["leaves"]
+        out.append(pair)
+    return out
 
 
-def _read_group_comparison(raw: Mapping[str, Any]) -> GroupComparison:
-    values = dict(raw)
-    values["overall"] = [_read_group_test(t) for t in raw["overall"]]
-    pooled = raw["rare_pooled"]
-    values["rare_pooled"] = _read_group_test(pooled) if pooled is not None else None
-    values["rare_leaves"] = _read_clustered(raw.get("rare_leaves"))
-    values["rare_runs"] = [
-        RunPairTest(
-            *(t[k] for k in _RUN_PAIR),
-            _read_test({k: v for k, v in t.items() if k not in (*_RUN_PAIR, "leaves")}),
-            _read_clustered(t.get("leaves")),
-        )
-        for t in raw["rare_runs"]
-    ]
-    values["overall_runs"] = [
-        RunPairTest(
-            *(t[k] for k in _RUN_PAIR),
-            _read_test({k: v for k, v in t.items() if k not in _RUN_PAIR}),
-        )
-        for t in raw.get("overall_runs", [])
-    ]
-    return GroupComparison(**values)
-
-
-def _read_clustered(raw: Mapping[str, Any] | None) -> ClusteredTest | None:
-    return None if raw is None else ClusteredTest(**raw)
+def _read_group_comparison(raw: Any, where: str) -> GroupComparison:
+    """A comparison, its run pairs unflattened (:func:`_run_pairs`) and typed by the kernel."""
+    values = _stored(raw, where, frozenset())
+    values["rare_runs"] = _run_pairs(values, "rare_runs", where)
+    if "overall_runs" in values:  # older files have none
+        values["overall_runs"] = _run_pairs(values, "overall_runs", where)
+    return read_record(GroupComparison, values, where, NAN)

@@ -27,7 +27,7 @@ from searchtome.leaderboard.text import fmt_p
 from searchtome.metrics.defaults import DEFAULT_MEASURES
 from searchtome.metrics.structure import STRUCTURE_MEASURES
 from searchtome.metrics.ties import TIE_RULE
-from searchtome.submissions.meta import RunMeta
+from searchtome.submissions.meta import RunMeta, read_embedded
 from searchtome.submissions.validate import ValidationReport
 
 MAIN_MEASURES: tuple[str, ...] = ("R@1", "R@3", "nDCG@3")  # the main table's columns and tests
@@ -110,7 +110,7 @@ class Entry:
     micro: dict[str, float]
     per_domain: dict[str, dict[str, float]]
     per_book: dict[str, dict[str, float]]
-    meta: RunMeta  # the submission's meta.json
+    meta: RunMeta = field(metadata={"read": read_embedded})  # the submission's meta.json
     path: str
     n_queries: int
     validation: dict[str, Any]
@@ -120,6 +120,8 @@ class Entry:
     depth: int = 0  # the most ids it returned for one query; 0 = unknown
     empty: float = 0.0  # share of queries answered with an empty ranking (macro over domains)
     n_empty: int = 0  # how many
+    # Keys of a leaderboard.json entry this version has no field for, kept for the rewrite.
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def short(self, measure: str) -> bool:
         """Whether ``measure``'s cut-off lies beyond this system's ranking depth."""

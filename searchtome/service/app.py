@@ -238,6 +238,8 @@ def _clocked_body(service: Service, team: store.Team, receive: Any) -> Any:
         return None
 
     return clocked(receive, clock, revoked)
+
+
 def _left(left: admission.Remaining | None) -> dict[str, Any] | None:
     return None if left is None else left.to_dict()
 
@@ -438,8 +440,7 @@ def _own_runs(service: Service, team: store.Team) -> dict[str, Any]:
         shown_ids = {ctx.entry(r.public_id).shown for r in rows} - {None}
         shown = {i: store.submission_row(conn, i) for i in sorted(shown_ids)}
     runs = [
-        _run_json(service, r, shown.get(ctx.entry(r.public_id).shown), ctx, revealed)
-        for r in rows
+        _run_json(service, r, shown.get(ctx.entry(r.public_id).shown), ctx, revealed) for r in rows
     ]
     left = admission.team_remaining(service.engine, team, service.policy).to_dict()
     return {"team": team.name, "runs": runs, "remaining": left}

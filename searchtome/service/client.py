@@ -1,7 +1,8 @@
 """``searchtome submit``: upload a run to a scoring service, and wait for its score.
 
 Standard library only (``http.client``): the body is streamed in chunks with a progress bar,
-and every refusal the server sends is its one-line JSON error, raised as one line here.
+and every refusal the server sends is its one-line JSON error, raised as one line here. Every
+reply is read through its type in :mod:`searchtome.service.replies`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,21 @@ from typing import Any
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
+from searchtome.service.replies import (
+    DONE,
+    Accepted,
+    JobState,
+    OwnRuns,
+    Refusal,
+    ServiceBoard,
+    SubmissionState,
+    read_reply,
+)
 from searchtome.settings import progress
 from searchtome.submissions.reader import find_predictions
 from searchtome.submissions.schema import META_FILE
 
 CHUNK = 1 << 16
-DONE = ("scored", "rejected", "failed")
 
 
 def _files(submission: PathLike, meta: PathLike | None) -> tuple[Path, Path]:
@@ -77,7 +87,7 @@ class Server:
         )
         return cls(self.parsed.hostname, self.parsed.port, timeout=self.timeout)
 
-    def _reply(self, conn: http.client.HTTPConnection, what: str) -> dict[str, Any]:
+    def _reply(self, conn: http.client.HTTPConnection, what: str) -> Any:
         response = conn.getresponse()
         raw = response.read(1 << 22)
         try:
@@ -85,11 +95,14 @@ class Server:
         except ValueError:
             body = {"error": raw[:200].decode("utf-8", "replace")}
         if response.status >= 400:
-            message = body.get("error") if isinstance(body, dict) else None
+            try:
+                message = read_reply(Refusal, body, what).error
+            except SearchTomeError:
+                message = str(body)[:200]
             raise SearchTomeError(f"{self.url}: {what} refused ({response.status}): {message}")
         return body
 
-    def request(self, method: str, path: str) -> dict[str, Any]:
+    def request(self, method: str, path: str) -> Any:
         conn = self._connection()
         try:
             conn.request(method, path, headers={"Authorization": f"Bearer {self.token}"})
@@ -99,7 +112,22 @@ class Server:
         finally:
             conn.close()
 
-    def upload(self, preds: Path, meta: Path) -> dict[str, Any]:
+    def state(self, public_id: str) -> SubmissionState:
+        """``GET /api/submissions/{id}``: one of the team's uploads."""
+        path = f"/api/submissions/{public_id}"
+        return read_reply(SubmissionState, self.request("GET", path), f"{self.url}{path}")
+
+    def runs(self) -> OwnRuns:
+        """``GET /api/submissions``: the team's uploads."""
+        path = "/api/submissions"
+        return read_reply(OwnRuns, self.request("GET", path), f"{self.url}{path}")
+
+    def board(self) -> ServiceBoard:
+        """``GET /api/leaderboard``."""
+        path = "/api/leaderboard"
+        return read_reply(ServiceBoard, self.request("GET", path), f"{self.url}{path}")
+
+    def upload(self, preds: Path, meta: Path) -> Accepted:
         boundary = secrets.token_hex(16)
         parts = _parts(preds, meta, boundary)
         size = sum(len(p) if isinstance(p, bytes) else p.stat().st_size for p in parts)
@@ -114,14 +142,15 @@ class Server:
                 for chunk in _chunks(parts):
                     conn.send(chunk)
                     bar.update(len(chunk))
-            return self._reply(conn, "upload")
+            body = self._reply(conn, "upload")
         except (BrokenPipeError, ConnectionResetError):
             # The server stopped reading (a refused upload): its reply says why.
-            return self._reply(conn, "upload")
+            body = self._reply(conn, "upload")
         except OSError as exc:
             raise SearchTomeError(f"{self.url}: cannot reach the server ({exc})") from None
         finally:
             conn.close()
+        return read_reply(Accepted, body, f"{self.url}/api/submissions")
 
 
 def submit(
@@ -131,7 +160,7 @@ def submit(
     meta: PathLike | None = None,
     wait: bool = False,
     poll: float = 1.0,
-) -> dict[str, Any]:
+) -> Accepted | SubmissionState:
     """Upload; with ``wait``, poll until scored and return the final state (raises if rejected)."""
     preds, meta_path = _files(submission, meta)
     if not meta_path.is_file():
@@ -141,10 +170,10 @@ def submit(
     if not wait:
         return accepted
     while True:
-        state = client.request("GET", f"/api/submissions/{accepted['id']}")
-        if state.get("state") in DONE:
+        state = client.state(accepted.id)
+        if state.state in DONE:
             break
         time.sleep(poll)
-    if state["state"] != "scored":
-        raise SearchTomeError(f"{preds}: {state['state']}: {state.get('error')}")
+    if state.state is not JobState.SCORED:
+        raise SearchTomeError(f"{preds}: {state.state}: {state.error}")
     return state

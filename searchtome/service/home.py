@@ -18,21 +18,25 @@ import os
 import secrets
 import shutil
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from searchtome.document import Format, Record, read_document, write_document
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike, read_json, write_json
 
 SETTINGS_FILE = "server.json"
-FORMAT = "searchtome-server-v1"
+SERVER = Format("searchtome-server", 1)  # server.json, on the document kernel
+FORMAT = SERVER.tag
 HOME_ENV = "SEARCHTOME_SERVER_HOME"
 
 
 @dataclass(frozen=True)
-class ServerSettings:
-    """Everything ``server init`` records; defaults written once here."""
+class ServerSettings(Record):
+    """Everything ``server init`` records (``server.json``, read strictly: a hand edit of the
+    wrong type is one error line, a key this version does not know is kept); defaults written
+    once here."""
 
     db: str = ""
     split: str = "test"
@@ -86,11 +90,9 @@ def open_home(root: PathLike | None = None) -> Home:
     path = Path(root) / SETTINGS_FILE
     if not path.is_file():
         raise SearchTomeError(f"{path}: not a server home; create it with `searchtome server init`")
-    raw = read_json(path)
-    if raw.get("format") != FORMAT:
-        raise SearchTomeError(f"{path}: format is not {FORMAT}")
-    known = {f.name for f in fields(ServerSettings)}
-    return Home(Path(root), ServerSettings(**{k: v for k, v in raw.items() if k in known}))
+    advice = "fix that value, or create the home again with `searchtome server init`"
+    settings = read_document(SERVER, ServerSettings, read_json(path), path, advice)
+    return Home(Path(root), settings)
 
 
 def _check_halves(public: Path, private: Path) -> str:
@@ -102,7 +104,7 @@ def _check_halves(public: Path, private: Path) -> str:
             f"{private}: not the private half of a blind release (no blind.json); write one "
             "with `searchtome publish --blind`, `build --blind` or `import repro --blind`"
         )
-    split = str(read_private(private)["split"])
+    split = read_private(private).split
     manifest = load(public).manifest
     if manifest.blind_split != split:
         blind = manifest.blind.to_dict() if manifest.blind else None
@@ -148,7 +150,7 @@ def init_home(
         **{k: v for k, v in options.items() if v is not None},
     )
     migrate(make_engine(settings.db, settings.busy_timeout_ms))
-    write_json(home / SETTINGS_FILE, {"format": FORMAT, **asdict(settings)})
+    write_json(home / SETTINGS_FILE, write_document(SERVER, settings))
     (home / SETTINGS_FILE).chmod(0o600)
     return Home(home, settings)
 

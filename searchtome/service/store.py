@@ -148,6 +148,8 @@ def _require_active(conn: Connection, team: Team) -> None:
     revoked = conn.execute(sa.select(teams.c.revoked_at).where(teams.c.id == team.id)).scalar()
     if revoked is not None:
         raise Revoked(f"team {team.name!r} was revoked during the upload; nothing was accepted")
+
+
 class Admitter(Protocol):
     """Checks an upload may be taken (``take``, raising) and records it (``record``), both in
     :func:`enqueue`'s transaction (:class:`searchtome.service.admission.Admission`)."""

@@ -16,20 +16,24 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from searchtome.document import (
+    FieldError,
+    Format,
+    Mode,
+    Reading,
+    all_problems,
+    derive,
+    expected,
+    read_document,
+    read_record,
+)
 from searchtome.errors import SearchTomeError
 from searchtome.hardware import hardware as describe_hardware
 from searchtome.io import PathLike, atomic_write, dumps
 from searchtome.records import BASELINE_TYPES
 from searchtome.submissions.lines import DEFAULT_LIMITS, Limits
 from searchtome.submissions.problems import Problem, quote
-from searchtome.submissions.runinfo import (
-    Part,
-    RunInfo,
-    RunReport,
-    all_problems,
-    decode,
-    encode,
-)
+from searchtome.submissions.runinfo import Part, RunInfo, RunReport
 from searchtome.submissions.schema import META_FIELDS, META_FILE, META_REQUIRED, TEXT_LIMITS
 from searchtome.submissions.strictjson import key_lines, loads_strict, type_name, unusable
 from searchtome.version import __version__
@@ -190,8 +194,6 @@ class RunMeta(Part):
     same bytes (keys sorted, as :func:`searchtome.io.dumps` writes every JSON file).
     """
 
-    version: int = META_VERSION
-    read_version: int = META_VERSION  # the shape the file had (see :func:`shape_version`)
     system: str | None = None
     description: str | None = None
     models: tuple[str, ...] | None = None
@@ -208,6 +210,11 @@ class RunMeta(Part):
     split: str | None = None
     notes: str | None = None
     run_info: RunInfo | None = None
+
+    @property
+    def version(self) -> int:
+        """The shape this record has: every reading upgrades to :data:`META_VERSION`."""
+        return META_VERSION
 
     @property
     def info(self) -> RunInfo:
@@ -262,34 +269,41 @@ def shape_version(raw: Mapping[str, Any]) -> int:
     return 1 if isinstance(info, Mapping) and "phases" not in info else META_VERSION
 
 
-def _upgrade_from_1(info: RunInfo) -> RunInfo:
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _upgrade_from_1(raw: dict[str, Any]) -> dict[str, Any]:
     """Version 1 → 2: the fields version 2 records, filled from where version 1 kept them.
 
-    Marked ``derived``: read like recorded ones, never written, so the file stays as it was.
+    Derived (:func:`~searchtome.document.derive`): read like recorded ones, never written, so
+    the file stays as it was. A value of the wrong type is left for the reading to report.
     """
-    notes = info.report
+    info = raw.get("run_info")
+    if not isinstance(info, Mapping):
+        return raw
+    notes = info.get("notes") if isinstance(info.get("notes"), Mapping) else {}
     filled: dict[str, Any] = {}
-    if info.training_wall_s is None and notes.train_seconds is not None:
-        filled["training_wall_s"] = notes.train_seconds
-    if info.prediction_wall_s is None and notes.predict_seconds is not None:
-        filled["prediction_wall_s"] = notes.predict_seconds
-    if info.system_type is None and info.baseline in BASELINE_TYPES:
-        filled["system_type"] = BASELINE_TYPES[str(info.baseline)]
-    return dataclasses.replace(info, **filled, derived=info.derived | set(filled))
+    for field_, old in (
+        ("training_wall_s", "train_seconds"),
+        ("prediction_wall_s", "predict_seconds"),
+    ):
+        if info.get(field_) is None and _number(notes.get(old)):
+            filled[field_] = notes[old]
+    baseline = info.get("baseline")
+    if info.get("system_type") is None and isinstance(baseline, str) and baseline in BASELINE_TYPES:
+        filled["system_type"] = BASELINE_TYPES[baseline]
+    return {**raw, "run_info": derive(info, **filled)} if filled else raw
 
 
-_UPGRADES: dict[int, Callable[[RunInfo], RunInfo]] = {1: _upgrade_from_1}
-
-
-def upgrade(meta: RunMeta) -> RunMeta:
-    """``meta`` at :data:`META_VERSION`, one step per version."""
-    info = meta.run_info
-    version = meta.version
-    while version < META_VERSION:
-        if info is not None:
-            info = _UPGRADES[version](info)
-        version += 1
-    return dataclasses.replace(meta, run_info=info, version=version)
+# meta.json's format: no key in the file (see META_VERSION), the version told by shape_version.
+META = Format(
+    "searchtome-meta",
+    META_VERSION,
+    upgrades=(_upgrade_from_1,),
+    keyed=False,
+    shape=shape_version,
+)
 
 
 def parse_run_meta(raw: Mapping[str, Any] | RunMeta) -> RunMeta:
@@ -300,9 +314,17 @@ def parse_run_meta(raw: Mapping[str, Any] | RunMeta) -> RunMeta:
     """
     if isinstance(raw, RunMeta):
         return raw
-    version = shape_version(raw)
-    meta = decode(RunMeta, raw)
-    return upgrade(dataclasses.replace(meta, version=version, read_version=version))
+    return read_document(META, RunMeta, raw, META_FILE, "fix meta.json")
+
+
+def read_embedded(value: Any, where: str, how: Reading) -> RunMeta:
+    """A ``meta.json`` kept inside another document (a leaderboard entry): upgraded and read
+    leniently, as :func:`parse_run_meta` reads it (a :mod:`searchtome.document` field reader)."""
+    if not isinstance(value, Mapping):
+        raise FieldError(where, expected("an object", value))
+    body, version = META.upgrade(value)
+    meta = read_record(RunMeta, body, where, Mode.LENIENT)
+    return dataclasses.replace(meta, read_version=version)
 
 
 def read_run_meta(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> RunMeta:
@@ -310,7 +332,8 @@ def read_run_meta(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> RunMeta:
 
     Raises :class:`SearchTomeError` with the first problem, one line naming the file and the
     field (``meta.json:4: seed: expected an integer or null, got string``), a value of the wrong
-    type inside ``run_info`` included (``meta.json: run_info.seed must be ...``).
+    type inside ``run_info`` included (``meta.json: run_info.seed: expected an integer, got
+    "x"``).
     """
     raw, _, problems = read_meta(path, limits)
     errors = [str(p) for p in problems if p.severity == "error"]
@@ -326,7 +349,7 @@ def read_run_meta(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> RunMeta:
 
 def meta_dict(meta: RunMeta | Mapping[str, Any]) -> dict[str, Any]:
     """The JSON object of a document (a mapping is taken as one)."""
-    return encode(meta) if isinstance(meta, RunMeta) else dict(meta)
+    return meta.to_dict() if isinstance(meta, RunMeta) else dict(meta)
 
 
 def meta_text(meta: RunMeta | Mapping[str, Any]) -> str:

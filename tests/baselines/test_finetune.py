@@ -78,8 +78,8 @@ def test_training_is_deterministic_and_reused(trained) -> None:
     wa, wb = _weights(a.path), _weights(b.path)
     assert wa.keys() == wb.keys() and all(np.array_equal(wa[k], wb[k]) for k in wa)
     report = a.report
-    assert len(report["dev_r1_per_epoch"]) == 1 and report["best_epoch"] == 1
-    assert report["parameters"] > 20_000_000 and report["n_examples"] == len(ds.queries("train"))
+    assert len(report.dev_r1_per_epoch) == 1 and report.best_epoch == 1
+    assert report.parameters > 20_000_000 and report.n_examples == len(ds.queries("train"))
     # Trained weights moved away from the base model.
     base = Encoder(config.encoder).encode_queries(["What is said about lipids?"])
     tuned = config.hybrid(model=str(a.path)).encoder
@@ -100,7 +100,7 @@ def test_fused_run_ranks_every_leaf_of_the_book(trained, tmp_path: Path, monkeyp
     for q in ds.queries("test"):
         assert set(run.rankings[q.query_id]) == {x.leaf_id for x in ds.leaves(q.book_id)}
     assert ctx.report.model_reused is True
-    assert ctx.report.parameters == a.report["parameters"]
+    assert ctx.report.parameters == a.report.parameters
     assert not (ctx.report.encoder or {})["config"]["model"].startswith("/")
 
 
@@ -152,8 +152,8 @@ def test_runner_records_parameters_and_no_absolute_path(trained, monkeypatch) ->
     monkeypatch.setenv("SEARCHTOME_HOME", str(a.path.parent.parent))
     overrides = [f"{k}={v}" for k, v in TINY.items()]
     _, meta, info = execute("finetune-hybrid", ds, "test", overrides=overrides, seed=3)
-    assert info.parameters == a.report["parameters"]
-    assert info.report.train_seconds == a.report["seconds"]
+    assert info.parameters == a.report.parameters
+    assert info.report.train_seconds == a.report.seconds
     assert meta.trained_on == ("train", "dev")
 
     def strings(value: object) -> list[str]:

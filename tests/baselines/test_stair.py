@@ -431,7 +431,7 @@ def test_stair_run_is_deterministic_and_reuses_its_adapter(
     from searchtome.baselines.generative.card import CARD_VERSION, read_card
 
     card = read_card(adapter)  # its card: typed, versioned, the training's own report
-    assert card is not None and card.card_version == CARD_VERSION and card.system == "stair"
+    assert card is not None and card.read_version == CARD_VERSION and card.system == "stair"
     assert card.seed == 7 and card.frozen_prefix is False  # stair adapts the ToC by default
     assert card.training is not None and card.training.epochs == 2
     run2, _, info2 = execute("stair", tiny_dataset, "test", None, overrides, seed=7)

@@ -85,7 +85,10 @@ def test_a_mistyped_training_report_names_the_field(tmp_path, monkeypatch, capsy
     (folder / "searchtome.json").write_text(json.dumps({"training": report}))
     assert main(["ls", "trainings"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "gggg/searchtome.json: training.history must be a list" in err[0]
+    assert (
+        len(err) == 1
+        and "gggg/searchtome.json: training.history: expected a list of epochs" in err[0]
+    )
 
 
 # -- the adapter card (searchtome.json) ---------------------------------------------------------
@@ -106,19 +109,30 @@ def test_an_adapter_card_reads_back_what_it_wrote_and_old_cards_upgrade(tmp_path
     card = new_card("stair", True, 7, {"lr": 0.002, "adapt_toc": True}, report)
     (tmp_path / CARD_FILE).write_text(json.dumps(card.to_dict()))
     back = read_card(tmp_path)
-    assert back == card and back.card_version == CARD_VERSION and back.frozen_prefix is True
+    assert back == card and back.read_version == CARD_VERSION and back.frozen_prefix is True
+    assert card.to_dict()["format"] == f"searchtome-adapter-card-v{CARD_VERSION}"
     assert back.training is not None and back.training.to_dict() == report
     # A card from before versions: no version, no frozen_prefix (its readers took false).
     old = {"system": "dsi", "training": report, "seed": 1}
     (tmp_path / CARD_FILE).write_text(json.dumps(old))
     upgraded = read_card(tmp_path)
-    assert (
-        upgraded is not None and upgraded.card_version is None and upgraded.frozen_prefix is False
-    )
-    assert upgraded.to_dict() == old  # the upgrade fills a derived field, never written back
-    (tmp_path / CARD_FILE).write_text(json.dumps({**old, "version": CARD_VERSION + 1}))
-    with pytest.raises(SearchTomeError, match=f"card version {CARD_VERSION + 1}.*upgrade"):
+    assert upgraded is not None and upgraded.read_version == 0 and upgraded.frozen_prefix is False
+    current = {**old, "frozen_prefix": False, "format": f"searchtome-adapter-card-v{CARD_VERSION}"}
+    assert upgraded.to_dict() == current
+    # Version 1 wrote an integer version; it upgrades the same way.
+    (tmp_path / CARD_FILE).write_text(json.dumps({**old, "version": 1, "frozen_prefix": True}))
+    one = read_card(tmp_path)
+    assert one is not None and one.read_version == 1 and one.frozen_prefix is True
+    assert "version" not in one.to_dict()
+    (tmp_path / CARD_FILE).write_text(json.dumps({**old, "version": 2}))
+    with pytest.raises(SearchTomeError, match=r"searchtome\.json: version: expected 0 or 1"):
+        read_card(tmp_path)
+    newer = {**current, "format": f"searchtome-adapter-card-v{CARD_VERSION + 1}"}
+    (tmp_path / CARD_FILE).write_text(json.dumps(newer))
+    with pytest.raises(SearchTomeError, match="is newer than this searchtome reads"):
         read_card(tmp_path)
     (tmp_path / CARD_FILE).write_text(json.dumps({**old, "frozen_prefix": "yes"}))
-    with pytest.raises(SearchTomeError, match=r"searchtome\.json: frozen_prefix must be true or"):
+    with pytest.raises(
+        SearchTomeError, match=r'searchtome\.json: frozen_prefix: expected true or false, got "yes"'
+    ):
         read_card(tmp_path)

@@ -71,7 +71,7 @@ def _attack(full: Path, public: Path, private: Path, split: str) -> None:
         assert not _hmac_ids(key, "query", source_q) & _suffixes(public_q)
         assert not _hmac_ids(key, "unit", sorted(recut)) & _suffixes(public_u)
     # The real key links them, and lives in the private half only.
-    secret = read_private(private)["key"]
+    secret = read_private(private).key
     assert _hmac_ids(bytes.fromhex(secret), "query", source_q) & _suffixes(public_q)
     for path in (p for p in public.rglob("*") if p.is_file()):
         text = path.read_bytes()
@@ -116,7 +116,7 @@ def test_an_unreadable_private_folder_gets_a_fresh_key(tiny_dataset, tmp_path):
     private.mkdir()
     (private / "blind.json").write_text('{"format": "searchtome-blind-v1", "key": "zz"}')
     make_blind(tiny_dataset, tmp_path / "pub", private, "test")
-    assert len(read_private(private)["key"]) == 64
+    assert len(read_private(private).key) == 64
 
 
 @pytest.mark.parametrize("split", ["validation", "TEST"])

@@ -86,16 +86,24 @@ def test_runs_without_a_history_have_no_curve(notes: dict[str, Any] | None) -> N
 @pytest.mark.parametrize(
     ("history", "field", "problem"),
     [
-        ("epoch 1: 0.1", "history", "must be a list of epochs, not str"),
-        (None, "history", "must be a list of epochs, not NoneType"),
-        ([{"dev_r1": 0.1}], "history[0].epoch", "must be a whole number, not None"),
-        ([{"epoch": "2"}], "history[0].epoch", "must be a whole number, not '2'"),
-        ([{"epoch": True}], "history[0].epoch", "must be a whole number, not True"),
-        ([{"epoch": 1}, 3], "history[1]", "must be an object, not int"),
-        ([{"epoch": 2}, {"epoch": 2}], "history[1].epoch", "must exceed the previous epoch (2)"),
-        ([{"epoch": 0}], "history[0].epoch", "must exceed 0, not 0"),
-        ([{"epoch": 1, "dev_r1": "high"}], "history[0].dev_r1", "must be a finite number"),
-        ([{"epoch": 1, "train_loss": float("nan")}], "history[0].train_loss", "must be a finite"),
+        ("epoch 1: 0.1", "history", 'expected a list of epochs, got "epoch 1: 0.1"'),
+        (None, "history", "expected a list of epochs, got null"),
+        ([{"dev_r1": 0.1}], "history[0].epoch", "missing"),
+        ([{"epoch": "2"}], "history[0].epoch", 'expected an integer, got "2"'),
+        ([{"epoch": True}], "history[0].epoch", "expected an integer, got true"),
+        ([{"epoch": 1}, 3], "history[1]", "expected an object, got 3"),
+        (
+            [{"epoch": 2}, {"epoch": 2}],
+            "history[1].epoch",
+            "expected more than the previous epoch (2), got 2",
+        ),
+        ([{"epoch": 0}], "history[0].epoch", "expected more than 0, got 0"),
+        ([{"epoch": 1, "dev_r1": "high"}], "history[0].dev_r1", 'expected a number, got "high"'),
+        (
+            [{"epoch": 1, "train_loss": float("nan")}],
+            "history[0].train_loss",
+            "expected a number, got NaN",
+        ),
     ],
 )
 def test_a_malformed_history_names_the_file_and_the_field(
@@ -103,7 +111,7 @@ def test_a_malformed_history_names_the_file_and_the_field(
 ) -> None:
     with pytest.raises(SearchTomeError) as info:
         curve_from_meta("x", meta_with(training(history, 1)), WHERE)
-    assert str(info.value).startswith(f"{WHERE}: run_info.notes.training.{field} {problem}")
+    assert str(info.value).startswith(f"{WHERE}: run_info.notes.training.{field}: {problem}")
 
 
 def _entry(system: str, meta: dict[str, Any]) -> Entry:
@@ -285,6 +293,6 @@ def test_a_malformed_history_rejects_its_submission(tmp_path: Path, ds: Dataset)
     )
     assert [e.system for e in result.entries] == ["bm25"]
     assert [str(p) for p in result.rejected[0].errors] == [
-        f"{root / 'stair' / 'meta.json'}: run_info: run_info.notes.training.history[1].epoch "
-        "must be a whole number, not None"
+        f"{root / 'stair' / 'meta.json'}: run_info: run_info.notes.training.history[1].epoch: "
+        "missing"
     ]

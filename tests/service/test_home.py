@@ -101,3 +101,23 @@ def test_a_database_of_another_schema_version_is_refused(release) -> None:
     engine.dispose()
     done = cli("server", "list", "--home", str(home))
     assert done.returncode == 1 and "schema version" in done.stderr
+
+
+def test_server_json_is_typed_one_line_per_bad_value_and_unknown_keys_kept(tmp_path: Path) -> None:
+    from searchtome.document import write_document
+    from searchtome.io import dumps
+    from searchtome.service.home import FORMAT, SERVER, SETTINGS_FILE, open_home
+
+    path = tmp_path / SETTINGS_FILE
+    path.write_text(json.dumps({"format": FORMAT, "private_fraction": "0.2"}))
+    with pytest.raises(SearchTomeError) as err:
+        open_home(tmp_path)  # before: accepted here, then a crash at start
+    assert str(err.value).startswith(f'{path}: private_fraction: expected a number, got "0.2"; ')
+    path.write_text(json.dumps({"format": "searchtome-server-v2"}))
+    with pytest.raises(SearchTomeError, match="server-v2 is newer than this searchtome reads"):
+        open_home(tmp_path)
+    text = dumps({"format": FORMAT, "daily_limit": 9, "later": {"x": 1}})
+    path.write_text(text)
+    home = open_home(tmp_path)
+    assert home.settings.daily_limit == 9 and home.settings.extra == {"later": {"x": 1}}
+    assert json.loads(dumps(write_document(SERVER, home.settings)))["later"] == {"x": 1}

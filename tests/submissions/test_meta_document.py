@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from searchtome.baselines.registry import RunContext
 
+from searchtome.document import all_problems
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.costs import Cost
 from searchtome.leaderboard.curves import curve_from_meta
@@ -28,7 +29,7 @@ from searchtome.submissions.meta import (
     shown_fields,
     write_meta,
 )
-from searchtome.submissions.runinfo import Epoch, RunInfo, RunReport, TrainingReport, all_problems
+from searchtome.submissions.runinfo import Epoch, RunInfo, RunReport, TrainingReport
 
 ROOT = Path(__file__).resolve().parents[2]
 # The project's runs (the committed board's list); a researcher's folder need not use every part.
@@ -108,7 +109,7 @@ def test_bad_input_is_one_line_naming_the_file_and_the_field(
         read_run_meta(path)
     message = str(info.value)
     assert "\n" not in message and message.startswith(f"{path}:")
-    assert f": {field}: " in message or f": run_info.{field} must be " in message
+    assert f": {field}: " in message or f": run_info.{field}: expected " in message
 
 
 def test_the_reader_keeps_the_strict_json_limits(tmp_path: Path) -> None:
@@ -130,8 +131,8 @@ def test_a_value_of_the_wrong_type_reads_as_absent_and_is_kept() -> None:
     meta = parse_run_meta(raw)
     assert meta.info.parameters is None and meta.report.training is None
     assert all_problems(meta) == [
-        "run_info.parameters must be a finite number or null, not 'BIG'",
-        "run_info.notes.training must be an object or null, not 'elsewhere'",
+        'run_info.parameters: expected a number, got "BIG"',
+        'run_info.notes.training: expected an object, got "elsewhere"',
     ]
     assert meta_dict(meta) == raw  # written back as it was read
 
@@ -165,7 +166,7 @@ def test_costs_and_curves_read_the_typed_document() -> None:
     # A report whose history is replaced by a bad one stops the curve with the field.
     notes = dataclasses.replace(meta.report, training=None, extra={"training": {"history": [3]}})
     bad = dataclasses.replace(meta, run_info=dataclasses.replace(meta.info, notes=notes))
-    with pytest.raises(SearchTomeError, match=r"history\[0\] must be an object"):
+    with pytest.raises(SearchTomeError, match=r"history\[0\]: expected an object, got 3"):
         curve_from_meta("stair", meta_dict(bad), str(path))
 
 
