@@ -55,7 +55,7 @@ def public_overlap(private: PathLike, source: PathLike) -> str | None:
     found = sum(normal(q.text) in known for q in held)
     if not found:
         return None
-    split = read_private(private)["split"]
+    split = read_private(private).split
     return (
         f"{found:,} of {len(held):,} private {split} questions appear verbatim in {source}, "
         "which publishes their gold"

@@ -162,17 +162,48 @@ class ScopeBoard(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LateBoard(ScopeBoard):
+    """The runs uploaded after the deadline: public part only, outside the competition."""
+
+    note: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseInfo(Record):
+    name: str
+    start: str  # UTC, ISO 8601
+    end: str
+    final: bool
+    public_scores: str  # shown | hidden | shown-at-end
+    late_uploads_scored: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Calendar(Record):
+    """The competition's phases: the open one, the deadline (the final phase's end)."""
+
+    current: str | None
+    deadline: str | None
+    phases: tuple[PhaseInfo, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ServiceBoard(Record):
     """``GET /api/leaderboard``."""
 
     split: str
-    measures: tuple[str, ...]
+    measures: tuple[str, ...]  # the rounded and ladder modes leave the count measures out
     aggregate: str  # how the measures are averaged, in words
     test: str  # the significance test, in words
     private_fraction: float
     revealed: bool
     public: ScopeBoard
     private: ScopeBoard | None = None
+    one_row_per_team: bool = False
+    public_scores: str = "exact"  # exact | rounded | ladder
+    calendar: Calendar | None = None
+    frozen_at: str | None = None  # UTC, ISO 8601: when the private board stopped taking runs
+    after_deadline: LateBoard | None = None
 
 
 def read_reply(cls: type[R], body: Any, where: str) -> R:
