@@ -126,6 +126,17 @@ def _runs(lines: list[Line], furniture: set[tuple[int, int]]) -> list[list[Line]
     return runs
 
 
+def _two_letters(text: str) -> bool:
+    """Whether ``text`` holds at least two letters (``str.isalpha``), stopping at the second."""
+    seen = False
+    for c in text:
+        if c.isalpha():
+            if seen:
+                return True
+            seen = True
+    return False
+
+
 def _parse_number(text: str) -> tuple[tuple[int, ...], bool] | None:
     """``"3.2.1. Format"`` → ((3, 2, 1), False); ``"Chapter 4"`` → ((4,), True)."""
     m = _NUMBER_RE.match(text)
@@ -193,7 +204,7 @@ def _candidates(
         if (
             len(text) > MAX_HEADING_CHARS
             or len(text.split()) > MAX_HEADING_WORDS
-            or sum(c.isalpha() for c in text) < 2
+            or not _two_letters(text)
             or _PRINTED_TOC_RE.search(run[-1].raw.rstrip())
             or _CAPTION_RE.match(text)
         ):
