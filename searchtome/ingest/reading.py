@@ -4,10 +4,11 @@ Inference needs, for every page, its styled lines (:mod:`searchtome.ingest.style
 (where page furniture is found) and the section-text blocks that extraction uses afterwards
 (:func:`searchtome.ingest.layout.remember_pages`): one MuPDF text page per page, which is most
 of the cost of inferring a ToC. Pages are independent of each other, so a long book is read by
-several processes: each worker opens the file itself (a MuPDF document cannot be handed to
-another process; PyMuPDF's documentation splits large files the same way) and reads runs of
-consecutive pages; the runs come back in page order and are joined, so everything after this
-sees exactly what reading in one process gives.
+several processes: this one reads the first share of the pages while each worker opens the file
+itself (a MuPDF document cannot be handed to another process; PyMuPDF's documentation splits
+large files the same way) and reads runs of consecutive pages from the rest; the runs come back
+in page order and are joined, so everything after this sees exactly what reading in one process
+gives.
 
 How many processes: ``SEARCHTOME_THREADS``, else the CPUs this process may use
 (:func:`searchtome.threads.decide`); ``SEARCHTOME_THREADS=1`` reads in this process only. A
@@ -126,7 +127,7 @@ def read_layout(doc: pymupdf.Document) -> Layout:
     with progress(total=n, desc="reading layout", unit="p") as bar:
         if workers == 1:
             return read_range(doc, 0, n, bar.update)
-        return _read_in_pool(doc.name, n, workers, bar.update)
+        return _read_in_pool(doc, workers, bar.update)
 
 
 def page_runs(n_pages: int, runs: int) -> list[tuple[int, int]]:
@@ -141,19 +142,30 @@ def page_runs(n_pages: int, runs: int) -> list[tuple[int, int]]:
     return out
 
 
-def _read_in_pool(path: str, n_pages: int, workers: int, done: Callable[[int], object]) -> Layout:
+def _read_in_pool(doc: pymupdf.Document, processes: int, done: Callable[[int], object]) -> Layout:
+    """``doc`` read by ``processes`` processes: this one reads the first share of the pages
+    while ``processes - 1`` forked workers read the rest in runs, which come back in order.
+
+    This process takes a share rather than waiting, so two processes cost one fork and half
+    a book's results to send back, not two forks and the whole book.
+    """
     from concurrent.futures import ProcessPoolExecutor
 
+    n_pages = doc.page_count
+    own = n_pages // processes
     pool = ProcessPoolExecutor(
-        workers,
+        processes - 1,
         mp_context=multiprocessing.get_context("fork"),
         initializer=_open_in_worker,
-        initargs=(path, n_pages),
+        initargs=(doc.name, n_pages),
     )
     try:
-        runs = page_runs(n_pages, workers * RUNS_PER_WORKER)
+        runs = [
+            (own + a, own + b)
+            for a, b in page_runs(n_pages - own, (processes - 1) * RUNS_PER_WORKER)
+        ]
         futures = [pool.submit(_read_worker_range, a, b) for a, b in runs]
-        out = Layout([], [], [])
+        out = read_range(doc, 0, own, done)
         for (a, b), future in zip(runs, futures, strict=True):
             out.extend(future.result())
             done(b - a)

@@ -37,9 +37,9 @@ def _both_ways(pdf: Path, tmp_path: Path, monkeypatch) -> tuple[dict, dict, list
     pools: list[int] = []
     real_pool = reading._read_in_pool
 
-    def spy(path, n_pages, workers, done):
-        pools.append(workers)
-        return real_pool(path, n_pages, workers, done)
+    def spy(doc, processes, done):
+        pools.append(processes)
+        return real_pool(doc, processes, done)
 
     monkeypatch.setattr(reading, "_read_in_pool", spy)
     monkeypatch.setenv("SEARCHTOME_THREADS", "1")
