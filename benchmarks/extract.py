@@ -7,7 +7,9 @@ extraction has to pay. The sides alternate ``--repeat`` times per file and the m
 best) of each is compared. Each side's CPU time is that of this process and of the worker
 processes it waited for (``getrusage``: self + children), so a pool's work counts in full; on
 a shared machine CPU time is the comparable figure, wall time is printed beside it (with the
-load average before and after).
+load average before and after). For the pool, the CPU time of this process alone is printed
+too: the workers read their pages while it reads its own share, so on a machine where each
+process has a free core that is about the pool's wall time.
 
 Sides, per PDF:
 
@@ -73,20 +75,24 @@ def full_extraction(path: Path) -> tuple[int, int, int, str]:
     return len(ex.toc.nodes), len(ex.leaves), len(ex.paragraphs), ex.toc.source
 
 
-def cpu_seconds() -> float:
-    """User + system CPU of this process and of the children it has waited for."""
+def cpu_seconds() -> tuple[float, float]:
+    """User + system CPU of this process and of the children it has waited for, and of this
+    process alone."""
     import resource
 
     own, children = (
         resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
     )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    mine = own.ru_utime + own.ru_stime
+    return mine + children.ru_utime + children.ru_stime, mine
 
 
-def timed(fn: Callable[[Path], object], path: Path) -> tuple[float, float, object]:
-    wall, cpu = time.perf_counter(), cpu_seconds()
-    out = fn(path)
-    return cpu_seconds() - cpu, time.perf_counter() - wall, out
+def timed(fn: Callable[[Path], object], path: Path) -> tuple[float, float, float]:
+    """(CPU s with the workers', wall s, CPU s of this process) of one call."""
+    wall, (cpu, mine) = time.perf_counter(), cpu_seconds()
+    fn(path)
+    cpu_after, mine_after = cpu_seconds()
+    return cpu_after - cpu, time.perf_counter() - wall, mine_after - mine
 
 
 @contextlib.contextmanager
@@ -128,10 +134,10 @@ def measure(path: Path, repeat: int, workers: str = "") -> dict[str, object]:
     counts = {name: fn(path) for name, fn in sides.items()}
     if not outlined and counts["pool"] != counts["serial"]:
         raise SystemExit(f"{path.name}: the pool's extraction differs from the serial one")
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in sides}
     for _ in range(repeat):  # interleaved, so load changes hit every side alike
         for name, fn in sides.items():
-            runs[name].append(timed(fn, path)[:2])
+            runs[name].append(timed(fn, path))
     workers_used = _pool_size(path, workers) if not outlined else 1
     return {
         "pages": n_pages,
@@ -151,7 +157,7 @@ def _pool_size(path: Path, workers: str) -> int:
         return pool_size(doc)
 
 
-def _stat(rs: list[tuple[float, float]], i: int, how: Callable) -> float:
+def _stat(rs: list[tuple[float, float, float]], i: int, how: Callable) -> float:
     return how(r[i] for r in rs) if rs else float("nan")
 
 
@@ -170,11 +176,15 @@ def report(results: dict[Path, dict]) -> None:
             label = {"bare": "plain", "pool": f"pool×{r['workers']}"}.get(side, side)
             head = f"{path.name:<36} {r['pages']:>5} {source:<8}" if i == 0 else " " * 51
             ratios = "" if side == "bare" else f"{cpu / bare_cpu:>9.2f}x {wall / bare_wall:>10.2f}x"
+            if side == "pool" and r["workers"] > 1:
+                own = _stat(rs, 2, med)
+                ratios += f"   this process {own:.3f} s: {own / bare_cpu:.2f}x"
             print(f"{head} {label:<7} {cpu:>6.3f} {wall:>6.3f} {ratios}")
         print(f"{'':<51} ({nodes} nodes, {leaves} leaves, {paras} paragraphs)")
     print(
         "median of the interleaved runs; CPU = this process + its waited-for workers; "
-        "ratio = side / plain get_text() of the same file"
+        "ratio = side / plain get_text() of the same file;\n'this process': the pool's own "
+        "share, about its wall time when every process has a core of its own"
     )
 
 
