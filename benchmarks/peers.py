@@ -6,7 +6,9 @@ One process measures, row after row, each side interleaved with its peers over `
 rounds (median): CPU time (``time.process_time`` in process; user + system of the child for
 the whole-process rows), never wall time, so a busy machine slows both sides alike. The table
 names the machine (CPU model, usable cores) and the load before and after. A peer that is not
-installed is reported as such and its row skipped, never estimated.
+installed is reported as such and its row skipped, never estimated. Each row is printed as it
+finishes; a row that raises is printed as failed with its one-line reason, the others are still
+measured, and the exit status is 1 (``benchmarks/bench_rows.py``).
 
 * **metrics**: one run of N queries × 100 ids, R@1, R@3, R@5, nDCG@3, RR: ``evaluate_arrays``
   (with ``Qrels``) vs ``pytrec_eval.RelevanceEvaluator`` (built and evaluated) and
@@ -18,8 +20,9 @@ installed is reported as such and its row skipped, never estimated.
 * **encoding**: MiniLM over the book's leaves on one thread: ``Encoder.encode_passages`` vs
   ``SentenceTransformer.encode`` (same model folder, 256 tokens, batch 32).
 * **trec**: ``benchmarks/trec_reading.py``'s read, whole-process ``score`` and start-up rows.
-* **pdf**: ``benchmarks/extract.py``: extraction ÷ a plain ``get_text()`` pass (the peer is
-  that pass), per real PDF without an outline.
+* **pdf**: ``benchmarks/extract.py``: extraction in one process ÷ a plain ``get_text()`` pass
+  (the peer is that pass), per real PDF without an outline; the note gives the pooled reading's
+  CPU and wall ratios.
 * **client**: ``ChatClient.complete_many`` vs a plain ``AsyncOpenAI`` + semaphore loop, same
   fake servers (``tests/fixtures/fake_openai.py``), ratio of CPU per request, and each side's
   rate as a share of the ideal.
@@ -39,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from functools import partial
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -49,13 +52,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]  # the other benchmark modules; tests.fixtures
 
-
-@dataclass
-class Row:
-    what: str
-    ours: float  # CPU seconds
-    peers: dict[str, float | str] = field(default_factory=dict)  # seconds, or why not measured
-    note: str = ""
+from bench_rows import HEADER, Row, markdown, run_rows  # noqa: E402 (found through the line above)
 
 
 def cpu(fn: Callable[[], object]) -> float:
@@ -273,11 +270,15 @@ def pdf_rows(quick: bool, repeats: int) -> Iterator[Row]:
                   {"get_text()": f"no PDF in {extract.REAL}"})  # fmt: skip
     for path in pdfs:
         r = extract.measure(path, 1 if quick else max(3, repeats))
-        full = statistics.median(x[0] for x in r["runs"]["full"])
-        bare = statistics.median(x[0] for x in r["runs"]["bare"])
-        floor = statistics.median(x[0] for x in r["runs"]["floor"]) / bare
-        note = f"{r['pages']} pages; extractDICT floor {floor:.2f}× the plain pass"
-        yield Row(f"extraction, {path.name}", full, {"plain get_text() pass": bare}, note)
+        cpu = {side: statistics.median(x[0] for x in rs) for side, rs in r["runs"].items()}
+        wall = {side: statistics.median(x[1] for x in rs) for side, rs in r["runs"].items()}
+        bare = cpu["bare"]
+        note = (
+            f"{r['pages']} pages; extractDICT floor {cpu['floor'] / bare:.2f}× the plain pass; "
+            f"{r['workers']} processes: CPU {cpu['pool'] / bare:.2f}×, "
+            f"wall {wall['pool'] / wall['bare']:.2f}× (serial {wall['serial'] / wall['bare']:.2f}×)"
+        )
+        yield Row(f"extraction, {path.name}", cpu["serial"], {"plain get_text() pass": bare}, note)
 
 
 def client_row(quick: bool, repeats: int) -> Iterator[Row]:
@@ -358,25 +359,6 @@ def machine() -> str:
     return f"{_cpu_model()}, {usable} usable cores"
 
 
-def markdown(rows: list[Row]) -> list[str]:
-    lines = [
-        "| what | searchtome CPU s | peer | peer CPU s | ratio | note |",
-        "|---|---:|---|---:|---:|---|",
-    ]
-    for row in rows:
-        for i, (peer, value) in enumerate(row.peers.items() or {"—": "no peer"}.items()):
-            ours = f"{row.ours:.4g}" if i == 0 else ""
-            if isinstance(value, str):
-                cells = [peer, "", f"skipped: {value}"]
-            else:
-                cells = [peer, f"{value:.4g}", f"**{row.ours / value:.3g}**"]
-            note = row.note if i == 0 else ""
-            lines.append(
-                f"| {row.what if i == 0 else ''} | {ours} | {' | '.join(cells)} | {note} |"
-            )
-    return lines
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller inputs, fewer rounds")
@@ -388,17 +370,19 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(wanted) - set(ROWS))
     if unknown:
         parser.error(f"unknown row {unknown[0]!r}; choose from {', '.join(ROWS)}")
-    before = os.getloadavg()[0]
-    rows: list[Row] = []
-    for name in wanted:
-        print(f"measuring {name} ...", file=sys.stderr, flush=True)
-        rows.extend(ROWS[name](args.quick, repeats))
-    after = os.getloadavg()[0]
     mode = "--quick" if args.quick else "full"
-    print(f"\n{machine()}; load average {before:.2f} before, {after:.2f} after; {mode}, "
-          f"{repeats} rounds; ratio = searchtome ÷ peer, CPU time (below 1 = faster)\n")  # fmt: skip
-    print("\n".join(markdown(rows)))
-    return 0
+    print(f"{machine()}; load average {os.getloadavg()[0]:.2f} before; {mode}, {repeats} rounds; "
+          "ratio = searchtome ÷ peer, CPU time (below 1 = faster); each row as it finishes\n")  # fmt: skip
+    print("\n".join(HEADER), flush=True)
+
+    def emit(row: Row) -> None:
+        print("\n".join(markdown(row)), flush=True)
+
+    rows = run_rows({name: partial(ROWS[name], args.quick, repeats) for name in wanted}, emit)
+    failed = [row.what for row in rows if row.failed]
+    print(f"\nload average {os.getloadavg()[0]:.2f} after", end="")
+    print(f"; failed rows: {', '.join(failed)}" if failed else "")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Reading TREC runs and scoring them from the command line: searchtome vs its peers, one run.
 
     python benchmarks/trec_reading.py [--queries 20000] [--depth 100] [--repeats 3]
-        [--startup-repeats 21] [--rows read,score,start-up,help] [--skip ranx]
+        [--startup-repeats 21] [--rows read,score,start-up,help,top-help] [--skip ranx]
 
 A synthetic run (``--queries`` × ``--depth`` lines, ids drawn from 500 leaves, distinct float
 scores) and its qrels (one gold leaf per query) are written to a temporary folder. Every
@@ -18,6 +18,8 @@ child's own CPU time (user + system, from ``wait4``) and peak RSS, the median ov
 * **start-up**: the same three commands on a one-query run: what a user waits for before any
   work (interpreter, imports, argument parsing).
 * **help**: ``searchtome score --help`` against ``ir_measures --help``: start-up without scoring.
+* **top-help**: ``searchtome --help`` (every command listed, none imported) against
+  ``ir_measures --help``.
 
 Every child runs with its bytecode cached in a folder of its own (``PYTHONPYCACHEPREFIX``) and a
 first, untimed round fills it: an installed package has its ``.pyc`` files (pip compiles them at
@@ -155,13 +157,18 @@ def scorers(run: Path, qrels: Path, script: Path) -> dict[str, list[str]]:
     return out
 
 
-def helpers() -> dict[str, list[str]]:
-    """``--help`` of each command line tool: start-up and argument parsing, no scoring."""
+def helpers(*words: str) -> dict[str, list[str]]:
+    """``--help`` of each command line tool (``searchtome WORDS --help``): start-up and
+    argument parsing, no scoring."""
     py = sys.executable
-    out = {"searchtome": [py, "-m", "searchtome.cli", "score", "--help"]}
+    out = {"searchtome": [py, "-m", "searchtome.cli", *words, "--help"]}
     if _importable("ir_measures"):
         out["ir_measures"] = [py, "-m", "ir_measures", "--help"]
     return out
+
+
+# The --help rows and the searchtome words before --help.
+HELP_ROWS = {"help": ("score",), "top-help": ()}
 
 
 def measure(args: argparse.Namespace, folder: Path) -> dict[str, dict[str, list[dict]]]:
@@ -174,7 +181,8 @@ def measure(args: argparse.Namespace, folder: Path) -> dict[str, dict[str, list[
     skip = set(args.skip.split(","))
     rows: dict[str, dict[str, list[dict]]] = {row: {} for row in wanted}
     env = child_env(folder)
-    for cmd in [*scorers(tiny_run, tiny_qrels, script).values(), *helpers().values()]:
+    helps = [*helpers("score").values(), *helpers().values()]
+    for cmd in [*scorers(tiny_run, tiny_qrels, script).values(), *helps]:
         timed(cmd, env)  # untimed: fills the bytecode cache (see the module's docstring)
     for round_no in range(args.repeats):
         print(f"round {round_no + 1} of {args.repeats} ...", flush=True)
@@ -192,8 +200,9 @@ def measure(args: argparse.Namespace, folder: Path) -> dict[str, dict[str, list[
         for name, cmd in scorers(tiny_run, tiny_qrels, script).items():
             if "start-up" in wanted:
                 rows["start-up"].setdefault(name, []).append(timed(cmd, env))
-        for name, cmd in helpers().items() if "help" in wanted else ():
-            rows["help"].setdefault(name, []).append(timed(cmd, env))
+        for row, words in [(r, w) for r, w in HELP_ROWS.items() if r in wanted]:
+            for name, cmd in helpers(*words).items():
+                rows[row].setdefault(name, []).append(timed(cmd, env))
     return rows
 
 
@@ -221,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--startup-repeats", type=int, default=21, help="rounds of the short rows")
     parser.add_argument(
-        "--rows", default="read,score,start-up,help", help="which rows, comma-separated"
+        "--rows", default="read,score,start-up,help,top-help", help="which rows, comma-separated"
     )
     parser.add_argument("--skip", default="", help="peers to leave out, e.g. ranx (minutes)")
     args = parser.parse_args(argv)

@@ -1,9 +1,10 @@
 """The ``searchtome`` console script: one argparse parser, one subcommand per capability.
 
 Each command in :data:`COMMANDS` is added by its module's ``register(subparsers)`` function,
-which adds the parser and sets ``func`` (``args -> int``). Those modules import only light
-things at module level, so ``searchtome --help`` stays fast; torch, transformers and PyMuPDF
-are imported inside the functions that need them.
+which adds the parser and sets ``func`` (``args -> int``). A command line imports its own
+command's module only, and ``searchtome --help`` none: it lists the commands from their
+declarations. Those modules import only light things at module level; torch, transformers and
+PyMuPDF are imported inside the functions that need them.
 """
 
 from __future__ import annotations
@@ -20,30 +21,76 @@ from searchtome.settings import set_progress, setup_logging
 from searchtome.threads import quiet_waiting
 from searchtome.version import __version__
 
-# Every subcommand and the function that adds its parser, in `searchtome --help`'s order. A
-# command line imports only its own command's module, so one command's imports never slow
-# another's start-up; help and an unknown word import them all.
+# Every subcommand, the function that adds its parser and its one line in `searchtome --help`,
+# in that listing's order. A command line imports only its own command's module, so one
+# command's imports never slow another's start-up; the listing imports none of them (each
+# module's parser repeats its line as ``help=``; tests/commands/test_cli.py keeps the two equal).
 COMMANDS: Registry[Callable[[Any], None]] = Registry(
     "command",
     {
-        "fetch": "searchtome.commands.fetch:register",
-        "toc": "searchtome.commands.toc:register",
-        "extract": "searchtome.commands.extract:register",
-        "build": "searchtome.commands.build:register",
-        "cache": "searchtome.commands.cache:register",
-        "export": "searchtome.commands.export:register",
-        "import": "searchtome.commands.import_repro:register",
-        "publish": "searchtome.commands.publish:register",
-        "validate": "searchtome.commands.validate:register",
-        "score": "searchtome.commands.score:register",
-        "compare": "searchtome.commands.compare:register",
-        "leaderboard": "searchtome.commands.leaderboard:register",
-        "run": "searchtome.commands.run:register",
-        "tune": "searchtome.commands.tune:register",
-        "ls": "searchtome.commands.ls:register",
-        "demo": "searchtome.commands.demo:register",
-        "server": "searchtome.commands.server:register",
-        "submit": "searchtome.commands.submit:register",
+        "fetch": (
+            "searchtome.commands.fetch:register",
+            "download and verify the catalog's PDFs into the cache",
+        ),
+        "toc": ("searchtome.commands.toc:register", "print a PDF's table of contents as a tree"),
+        "extract": (
+            "searchtome.commands.extract:register",
+            "extract the text of every ToC leaf and its paragraphs",
+        ),
+        "build": (
+            "searchtome.commands.build:register",
+            "build a SearchTome dataset: fetch, extract, generate questions, split, write",
+        ),
+        "cache": (
+            "searchtome.commands.cache:register",
+            "export, import, inspect, check or mend the LLM reply cache",
+        ),
+        "export": (
+            "searchtome.commands.export:register",
+            "write a dataset in another format (BEIR, TREC)",
+        ),
+        "import": (
+            "searchtome.commands.import_repro:register",
+            "convert an existing release into a SearchTome dataset",
+        ),
+        "publish": (
+            "searchtome.commands.publish:register",
+            "upload a dataset folder to the Hugging Face Hub (one commit, then a tag)",
+        ),
+        "validate": (
+            "searchtome.commands.validate:register",
+            "check a submission folder or run file against a dataset split",
+        ),
+        "score": ("searchtome.commands.score:register", "score submissions or TREC runs"),
+        "compare": (
+            "searchtome.commands.compare:register",
+            "paired randomization tests between submissions",
+        ),
+        "leaderboard": (
+            "searchtome.commands.leaderboard:register",
+            "validate, score and render every submission",
+        ),
+        "run": ("searchtome.commands.run:register", "run a baseline and write its submission"),
+        "tune": (
+            "searchtome.commands.tune:register",
+            "grid-search a baseline's config on the dev split",
+        ),
+        "ls": (
+            "searchtome.commands.ls:register",
+            "list registered baselines, the LLM trainings in the cache, or a config's settings",
+        ),
+        "demo": (
+            "searchtome.commands.demo:register",
+            "run the whole pipeline offline on the sample books and show a leaderboard",
+        ),
+        "server": (
+            "searchtome.commands.server:register",
+            "a scoring service for a blind release (organiser side)",
+        ),
+        "submit": (
+            "searchtome.commands.submit:register",
+            "upload a submission to a scoring service",
+        ),
     },
 )
 
@@ -63,8 +110,31 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The console script's parser: every command, or only ``command``'s when it is one.
 
     Only one command's module is imported for ``searchtome score ...`` (about 0.3 s of CPU
-    less: the others import the fetch and build machinery); help and an unknown word get all.
+    less: the others import the fetch and build machinery); any other word gets all.
     """
+    parser, sub = _top_parser()
+    for name in [command] if command in COMMANDS else COMMANDS.names():
+        COMMANDS.get(name)(sub)
+    _accept_global_flags_anywhere(sub)
+    return parser
+
+
+def outline_parser() -> argparse.ArgumentParser:
+    """The parser for a command line without a known command (``searchtome --help``,
+    ``--version``, a mistyped word): every command listed from its declaration, none imported.
+
+    Its help and its errors read as :func:`build_parser`'s. No command can be chosen through
+    it: :func:`main` uses it only when the first word that is not an option is no command (the
+    global options take no value), and argparse refuses that word.
+    """
+    parser, sub = _top_parser()
+    for name in COMMANDS.names():
+        sub.add_parser(name, help=COMMANDS.summary(name))
+    return parser
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The global options and an empty COMMAND group."""
     parser = argparse.ArgumentParser(
         prog="searchtome",
         description="SearchTome: retrieval over the leaf entries of a book's table of contents.",
@@ -78,11 +148,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="turn progress bars off (also SEARCHTOME_NO_PROGRESS=1)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in [command] if command in COMMANDS else COMMANDS.names():
-        COMMANDS.get(name)(sub)
-    _accept_global_flags_anywhere(sub)
-    return parser
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND")
 
 
 def _accept_global_flags_anywhere(sub: argparse._SubParsersAction) -> None:
@@ -118,7 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     words = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(command_word(words))
+    word = command_word(words)
+    parser = build_parser(word) if word in COMMANDS else outline_parser()
     args = parser.parse_args(words)
     setup_logging(args.verbose)
     if args.no_progress:

@@ -8,8 +8,10 @@ itself (``add``, or the ``register`` decorator) or a lazy reference that is impo
 - ``"package.module"``: importing the module registers the entry (a decorator in it calls
   :meth:`Registry.add` under the same name).
 
-An unknown name fails with :func:`searchtome.errors.unknown_name`'s did-you-mean. Names keep
-the order they were declared in (``searchtome --help`` lists commands in that order).
+A declaration may carry a one-line summary (``(target, summary)``), read by :meth:`Registry.summary`
+without importing the target: ``searchtome --help`` lists every command from these alone. An
+unknown name fails with :func:`searchtome.errors.unknown_name`'s did-you-mean. Names keep the
+order they were declared in (``searchtome --help`` lists commands in that order).
 """
 
 from __future__ import annotations
@@ -44,17 +46,24 @@ class _Lazy:
 class Registry(Generic[T]):
     """Named entries of one ``kind`` (the word in error messages: ``unknown baseline ...``)."""
 
-    def __init__(self, kind: str, lazy: Mapping[str, str] | None = None) -> None:
+    def __init__(self, kind: str, lazy: Mapping[str, str | tuple[str, str]] | None = None) -> None:
         self.kind = kind
         self._entries: dict[str, T | _Lazy] = {}
-        for name, target in (lazy or {}).items():
-            self.declare(name, target)
+        self._summaries: dict[str, str] = {}
+        for name, declared in (lazy or {}).items():
+            target, summary = (declared, "") if isinstance(declared, str) else declared
+            self.declare(name, target, summary)
 
-    def declare(self, name: str, target: str) -> None:
-        """A lazy entry: ``target`` is ``"module:attr"`` or ``"module"`` (see the module doc)."""
+    def declare(self, name: str, target: str, summary: str = "") -> None:
+        """A lazy entry: ``target`` is ``"module:attr"`` or ``"module"`` (see the module doc);
+        ``summary`` is its one line for listings."""
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} declared twice")
+        if "\n" in summary:
+            raise ValueError(f"{self.kind} {name!r}: a summary is one line")
         self._entries[name] = _Lazy(target)
+        if summary:
+            self._summaries[name] = summary
 
     def add(self, name: str, obj: T) -> T:
         """Register ``obj`` as ``name``, replacing a lazy declaration of it; the same object
@@ -76,6 +85,12 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Every name, declared or added, in that order; imports nothing."""
         return list(self._entries)
+
+    def summary(self, name: str) -> str:
+        """The one-line summary declared for ``name`` ("" when none was); imports nothing."""
+        if name not in self._entries:
+            raise unknown_name(self.kind, name, self._entries)
+        return self._summaries.get(name, "")
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

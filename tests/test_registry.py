@@ -68,6 +68,21 @@ def test_unknown_names_get_a_did_you_mean_in_one_line() -> None:
     assert "\n" not in str(err.value)
 
 
+def test_a_summary_is_read_from_the_declaration_without_importing(plugin_modules) -> None:
+    reg: Registry[object] = Registry(
+        "widget",
+        {"direct": ("g23_reg_direct:VALUE", "one line about it"), "bare": "g23_reg_silent"},
+    )
+    assert reg.summary("direct") == "one line about it" and reg.summary("bare") == ""
+    assert "g23_reg_direct" not in sys.modules and not reg.is_loaded("direct")
+    reg.get("direct")
+    assert reg.summary("direct") == "one line about it"
+    with pytest.raises(SearchTomeError, match="unknown widget 'drect'"):
+        reg.summary("drect")
+    with pytest.raises(ValueError, match="a summary is one line"):
+        reg.declare("two", "mod:attr", "first\nsecond")
+
+
 def test_two_different_objects_under_one_name_are_refused() -> None:
     reg: Registry[object] = Registry("widget")
     first = object()

@@ -31,19 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from searchtome.ingest.headings import norm, strip_label
-from searchtome.ingest.layout import (
-    Block,
-    Page,
-    mark_furniture,
-    page_from_textpage,
-    remember_pages,
-    text_flags,
-)
+from searchtome.ingest.layout import mark_furniture, remember_pages
 from searchtome.ingest.outline import OutlineEntry
-from searchtome.ingest.styled import Line, Style, block_lines
+from searchtome.ingest.reading import read_layout
+from searchtome.ingest.styled import Line, Style
 from searchtome.io import collector_paused
 from searchtome.records import TocNode
-from searchtome.settings import progress
 
 if TYPE_CHECKING:
     import pymupdf
@@ -92,43 +85,12 @@ class _Candidate:
 
 def _read_lines(doc: pymupdf.Document) -> tuple[list[Line], set[tuple[int, int]]]:
     """Every text line with its style, and the (page, block) pairs that are page furniture."""
-    # The same flags as the section text (TEXTFLAGS_DICT less images is TEXTFLAGS_TEXT), so each
-    # page's text page also gives extract's blocks: the PDF is read once (layout.remember_pages).
-    flags = text_flags()
-    lines: list[Line] = []
-    pages: list[Page] = []
-    text_pages: list[Page] | None = []
-    for page in progress(doc, total=doc.page_count, desc="reading layout", unit="p"):
-        number = page.number + 1
-        rect = page.rect  # computed by MuPDF at each access
-        fpage = Page(number, rect.width, rect.height)
-        textpage = page.get_textpage(flags=flags)
-        text_pages = _with_blocks(text_pages, textpage, page)
-        for bi, block in enumerate(textpage.extractDICT()["blocks"]):
-            texts = block_lines(block, number, bi, lines)
-            bx0, by0, bx1, by1 = block["bbox"]
-            # Keep block indices aligned with the dict blocks, empty ones included.
-            fpage.blocks.append(Block(bx0, by0, bx1, by1, texts or [""], text="\n".join(texts)))
-        pages.append(fpage)
-    if text_pages is not None:
-        remember_pages(doc, text_pages)
-    mark_furniture(pages)
-    furniture = {(p.number, bi) for p in pages for bi, b in enumerate(p.blocks) if b.dropped}
-    return lines, furniture
-
-
-def _with_blocks(
-    pages: list[Page] | None, textpage: pymupdf.TextPage, page: pymupdf.Page
-) -> list[Page] | None:
-    """``pages`` plus this page's section-text blocks; None once one failed, so that
-    read_pages reads the file itself and reports the page's error as it always has."""
-    if pages is None:
-        return None
-    try:
-        pages.append(page_from_textpage(textpage, page))
-    except RuntimeError:
-        return None
-    return pages
+    layout = read_layout(doc)  # in several processes for a long book (searchtome.ingest.reading)
+    if layout.text_pages is not None:
+        remember_pages(doc, layout.text_pages)  # the section text: the PDF is read once
+    mark_furniture(layout.pages)
+    furniture = {(p.number, bi) for p in layout.pages for bi, b in enumerate(p.blocks) if b.dropped}
+    return layout.lines, furniture
 
 
 def _body_style(lines: list[Line]) -> tuple[float, str]:
@@ -162,6 +124,17 @@ def _runs(lines: list[Line], furniture: set[tuple[int, int]]) -> list[list[Line]
         else:
             runs.append([line])
     return runs
+
+
+def _two_letters(text: str) -> bool:
+    """Whether ``text`` holds at least two letters (``str.isalpha``), stopping at the second."""
+    seen = False
+    for c in text:
+        if c.isalpha():
+            if seen:
+                return True
+            seen = True
+    return False
 
 
 def _parse_number(text: str) -> tuple[tuple[int, ...], bool] | None:
@@ -231,7 +204,7 @@ def _candidates(
         if (
             len(text) > MAX_HEADING_CHARS
             or len(text.split()) > MAX_HEADING_WORDS
-            or sum(c.isalpha() for c in text) < 2
+            or not _two_letters(text)
             or _PRINTED_TOC_RE.search(run[-1].raw.rstrip())
             or _CAPTION_RE.match(text)
         ):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from searchtome.cli import COMMANDS, build_parser, main
+import pytest
+
+from searchtome.cli import COMMANDS, build_parser, main, outline_parser
 
 
 def test_every_command_module_registers() -> None:
@@ -105,3 +107,54 @@ def test_a_command_imports_only_its_own_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['searchtome.commands.score']"
+
+
+def test_top_level_help_imports_no_command_module_and_lists_every_command() -> None:
+    """`searchtome --help` lists the commands from their declarations and imports no
+    `searchtome.commands` module (read from sys.modules: `-X importtime` does not see
+    importlib.import_module, which the registry uses)."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules "
+        "if m.startswith('searchtome.commands')), file=sys.stderr))\n"
+        "sys.argv = ['searchtome', '--help']\n"
+        "import runpy\n"
+        "runpy.run_module('searchtome', run_name='__main__')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == "[]"
+    listed = " ".join(proc.stdout.split())
+    assert listed.startswith("usage: searchtome")
+    for name in COMMANDS.names():
+        assert f" {name} {COMMANDS.summary(name)}" in listed, name
+
+
+def test_the_outline_reads_as_the_parser_of_every_command(capsys) -> None:
+    """Each declared summary is the line its module's parser gives (`help=`), so the help and
+    the errors of a line without a command are what the full parser would print."""
+    full, outline = build_parser(), outline_parser()
+    sub = next(a for a in full._actions if a.dest == "command")
+    assert {a.dest: a.help for a in sub._choices_actions} == {
+        name: COMMANDS.summary(name) for name in COMMANDS.names()
+    }
+    assert outline.format_help() == full.format_help()
+    assert outline.format_usage() == full.format_usage()
+    for words in (["nope"], ["--no-progress", "sore", "x"]):
+        errors = []
+        for parser in (full, outline):
+            with pytest.raises(SystemExit):
+                parser.parse_args(words)
+            errors.append(capsys.readouterr().err)
+        assert errors[0] == errors[1] and "invalid choice" in errors[0]
+
+
+def test_a_line_without_a_command_keeps_its_behaviour(capsys) -> None:
+    assert main(["--no-progress"]) == 2
+    assert "usage: searchtome" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as version:
+        main(["--version"])
+    assert version.value.code == 0 and capsys.readouterr().out.startswith("searchtome ")
+    with pytest.raises(SystemExit) as wrong:
+        main(["scroe", "run.trec"])
+    assert wrong.value.code == 2 and "invalid choice: 'scroe'" in capsys.readouterr().err
