@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pymupdf
 import pytest
@@ -21,6 +22,18 @@ NO_OUTLINE = [p for p in REAL if "NO_OUTLINE" in p.name]
 # The outlined ones up to 400 pages (six of ten; the four manuals of 474-916 pages take about
 # 15 s of CPU more and read the same way, docs/ingestion.md).
 OUTLINED = [p for p in REAL if p not in NO_OUTLINE and pymupdf.Document(p).page_count <= 400]
+
+
+@pytest.fixture(autouse=True)
+def _threads_of_this_test(monkeypatch):
+    """The fork-safety check sees the threads this test starts, not those an earlier test in the
+    same worker process left behind (a fresh `searchtome extract` process has none)."""
+    before = set(threading.enumerate()) - {threading.current_thread()}
+    view = SimpleNamespace(
+        enumerate=lambda: [t for t in threading.enumerate() if t not in before],
+        current_thread=threading.current_thread,
+    )
+    monkeypatch.setattr(reading, "threading", view)
 
 
 @pytest.fixture(scope="module")
