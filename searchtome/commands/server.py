@@ -11,7 +11,7 @@ D = ServerSettings()  # help texts read the defaults from the settings' fields
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``searchtome server init|add-team|revoke|list|run|worker|reveal``."""
+    """Add ``searchtome server init|add-team|revoke|list|run|worker|migrate|reveal``."""
     p = subparsers.add_parser(
         "server",
         help="a scoring service for a blind release (organiser side)",
@@ -75,6 +75,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     worker = sub.add_parser("worker", parents=[home], help="one scoring worker alone")
     worker.add_argument("--once", action="store_true", help="stop when the queue is empty")
     worker.set_defaults(func=_worker)
+    migrate = sub.add_parser(
+        "migrate", parents=[home], help="upgrade SRV's database to this version's schema"
+    )
+    migrate.set_defaults(func=_migrate)
     reveal = sub.add_parser("reveal", parents=[home], help="show the private part's scores")
     reveal.add_argument("--undo", action="store_true", help="hide them again")
     reveal.set_defaults(func=_reveal)
@@ -156,6 +160,23 @@ def _reveal(args: argparse.Namespace) -> int:
 
     set_flag(_engine(args), REVEALED, "no" if args.undo else "yes")
     print("private scores hidden" if args.undo else "private scores revealed on the leaderboard")
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from searchtome.service.db import current_version, make_engine, migrate
+    from searchtome.service.home import open_home
+
+    settings = open_home(args.home).settings
+    engine = make_engine(settings.db, settings.busy_timeout_ms)
+    with engine.connect() as conn:
+        before = current_version(conn)
+    after = migrate(engine)
+    engine.dispose()
+    if before == after:
+        print(f"{args.home}: database schema already at version {after}")
+    else:
+        print(f"{args.home}: database schema upgraded from version {before} to {after}")
     return 0
 
 

@@ -16,8 +16,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import shutil
-import tempfile
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -38,7 +36,7 @@ from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from searchtome.service import store
 from searchtome.service.board import Scopes, leaderboard, run_scores, runs_from_rows
-from searchtome.service.checks import predictions_name, submission_folder, system_name, validate
+from searchtome.service.checks import predictions_name, quick_check, system_name
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
 from searchtome.service.home import Home, open_home
 from searchtome.service.worker import limits_of
@@ -122,13 +120,12 @@ class Service:
         self.scopes = Scopes.of(self.public, self.settings)
         self.limits = limits_of(home)
         self.rate = RateLimit(self.settings.requests_per_minute)
-        self.uploads = asyncio.Semaphore(4)  # uploads validated at once: bounds memory
+        self.uploads = asyncio.Semaphore(4)  # upload bodies held at once: bounds memory
         self.board_lock = asyncio.Lock()
         self.board: tuple[Any, dict[str, Any]] | None = None
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
-        self.scratch = Path(tempfile.mkdtemp(prefix="searchtome-uploads-"))
 
     # -- helpers --
 
@@ -163,8 +160,9 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-async def _read_upload(service: Service, request: Request, into: Path) -> tuple[Path, bytes, str]:
-    """Stream the multipart body to ``into``; refuse it the moment it passes the cap."""
+async def _read_upload(service: Service, request: Request) -> tuple[bytes, bytes, str]:
+    """The multipart body's predictions bytes, meta bytes and file name; refused the moment the
+    body passes the cap."""
     cap = service.settings.upload_max_bytes
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > cap:
@@ -202,27 +200,19 @@ async def _read_upload(service: Service, request: Request, into: Path) -> tuple[
         )
         if len(meta_bytes) > MAX_META_BYTES:
             raise Refused(413, f"meta exceeds {MAX_META_BYTES:,} bytes")
-        head = await preds.read(2)
-        await preds.seek(0)
-        name = predictions_name(preds.filename, head)
-        target = into / name
-        with open(target, "wb") as fh:
-            while chunk := await preds.read(CHUNK):
-                fh.write(chunk)
-        return target, meta_bytes, name
+        data = await preds.read(cap + 1)
+        return data, meta_bytes, predictions_name(preds.filename, data[:2])
     finally:
         await form.close()
 
 
 def _check_and_enqueue(
-    service: Service, team: store.Team, path: Path, meta: bytes, name: str
+    service: Service, team: store.Team, data: bytes, meta: bytes, name: str
 ) -> str:
-    split = service.settings.split
-    with submission_folder(meta, name, path, service.scratch) as folder:
-        report, problem = validate(folder, service.public, split, service.limits)
-        if problem:
-            raise Refused(422, problem)
-        data = (folder / name).read_bytes()
+    """The cheap checks, then the queue; the scoring worker validates the whole upload."""
+    problem = quick_check(meta, name, data, service.limits)
+    if problem:
+        raise Refused(422, problem)
     try:
         return store.enqueue(
             service.engine,
@@ -231,7 +221,6 @@ def _check_and_enqueue(
             meta=meta.decode("utf-8"),
             predictions_name=name,
             predictions=data,
-            counts=report.counts.to_dict(),
             daily_limit=service.settings.daily_limit,
         )
     except store.QuotaExceeded as exc:
@@ -256,12 +245,8 @@ async def post_submission(request: Request) -> Response:
     service: Service = request.app.state.service
     team = await run_in_threadpool(service.team_of, request)
     async with service.uploads:
-        tmp = Path(tempfile.mkdtemp(prefix="body-", dir=service.scratch))
-        try:
-            path, meta, name = await _read_upload(service, request, tmp)
-            public_id = await run_in_threadpool(_check_and_enqueue, service, team, path, meta, name)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        data, meta, name = await _read_upload(service, request)
+        public_id = await run_in_threadpool(_check_and_enqueue, service, team, data, meta, name)
     log.info("accepted %s from team %s", public_id, team.name)
     return JSONResponse(
         {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"},
@@ -392,8 +377,7 @@ def create_app(home: Home | None = None) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             yield
-        finally:  # the scratch folder of in-flight uploads
-            shutil.rmtree(service.scratch, ignore_errors=True)
+        finally:
             service.engine.dispose()
 
     app = Starlette(

@@ -24,7 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from searchtome.errors import SearchTomeError, unknown_name
-from searchtome.service.db import flags, quota, submissions, teams, write
+from searchtome.service import blobs
+from searchtome.service.db import flags, quota, submissions, teams, uploads, write
 
 MAX_ATTEMPTS = 2  # a job whose worker died is retried once
 TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -138,10 +139,9 @@ def enqueue(
     meta: str,
     predictions_name: str,
     predictions: bytes,
-    counts: dict[str, Any],
     daily_limit: int,
 ) -> str:
-    """Count the upload against today's quota and queue it, in one transaction.
+    """Count the upload against today's quota and queue it with its bytes, in one transaction.
 
     The quota step is one conditional ``UPDATE ... WHERE count < limit``: of two uploads racing
     at ``limit - 1`` exactly one changes a row; the other raises :class:`QuotaExceeded`.
@@ -149,6 +149,7 @@ def enqueue(
     now = time.time()
     day = utc_day(now)
     public_id = secrets.token_hex(8)
+    stored = blobs.pack(predictions)  # hashed and compressed before the write lock is taken
     with write(engine) as conn:
         _ensure_quota_row(conn, team.id, day)
         taken = conn.execute(
@@ -161,7 +162,7 @@ def enqueue(
                 f"team {team.name!r} has used its {daily_limit} submissions for {day} (UTC); "
                 "try again tomorrow"
             )
-        conn.execute(
+        sub_id = conn.execute(
             submissions.insert().values(
                 public_id=public_id,
                 team_id=team.id,
@@ -169,16 +170,27 @@ def enqueue(
                 state="queued",
                 meta=meta,
                 predictions_name=predictions_name,
-                predictions=predictions,
                 created_at=now,
                 day=day,
                 attempts=0,
                 times_scored=0,
-                counts=json.dumps(counts),
                 final=False,
             )
-        )
+        ).inserted_primary_key[0]
+        conn.execute(uploads.insert().values(submission_id=sub_id, **stored))
     return public_id
+
+
+def upload_of(conn: Connection, public_id: str) -> tuple[str, bytes]:
+    """The predictions file name and the bytes a submission uploaded: the one reader of them."""
+    row = conn.execute(
+        sa.select(submissions.c.predictions_name, uploads.c.codec, uploads.c.data)
+        .join(uploads, uploads.c.submission_id == submissions.c.id)
+        .where(submissions.c.public_id == public_id)
+    ).first()
+    if row is None:
+        raise LookupError(public_id)
+    return row.predictions_name, blobs.unpack(row.codec, row.data)
 
 
 # -- the queue -----------------------------------------------------------------------------------
@@ -188,6 +200,8 @@ def enqueue(
 class Job:
     id: int
     public_id: str
+    team_id: int
+    day: str
     attempt: int
     meta: str
     predictions_name: str
@@ -233,15 +247,18 @@ def claim(engine: Engine, worker: str, lease_seconds: float) -> Job | None:
                 )
             )
             if won.rowcount == 1:
-                row = conn.execute(sa.select(submissions).where(submissions.c.id == job_id)).first()
-                assert row is not None
+                row = conn.execute(
+                    sa.select(
+                        submissions.c.team_id,
+                        submissions.c.day,
+                        submissions.c.public_id,
+                        submissions.c.attempts,
+                        submissions.c.meta,
+                    ).where(submissions.c.id == job_id)
+                ).one()
+                name, data = upload_of(conn, row.public_id)
                 return Job(
-                    row.id,
-                    row.public_id,
-                    row.attempts,
-                    row.meta,
-                    row.predictions_name,
-                    row.predictions,
+                    job_id, row.public_id, row.team_id, row.day, row.attempts, row.meta, name, data
                 )
     return None
 
@@ -271,16 +288,29 @@ def finish(
     worker: str,
     *,
     scores: bytes | None = None,
+    counts: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> bool:
-    """Record the result if the claim is still this worker's; ``False`` when it was lost."""
+    """Record the result if the claim is still this worker's; ``False`` when it was lost.
+
+    A run the validator refuses (``error``) gives its quota slot back in the same transaction:
+    as when the web process refused it before the 202, a rejected upload is not counted.
+    """
     values: dict[str, Any] = {"lease_until": None, "scored_at": time.time()}
+    if counts is not None:
+        values["counts"] = json.dumps(counts)
     if error is None:
         values.update(state="scored", scores=scores, times_scored=submissions.c.times_scored + 1)
     else:
         values.update(state="rejected", error=error)
     with write(engine) as conn:
         done = conn.execute(submissions.update().where(_mine(job, worker)).values(**values))
+        if done.rowcount == 1 and error is not None:
+            conn.execute(
+                quota.update()
+                .where(quota.c.team_id == job.team_id, quota.c.day == job.day, quota.c.count > 0)
+                .values(count=quota.c.count - 1)
+            )
     return done.rowcount == 1
 
 
@@ -303,8 +333,20 @@ def set_flag(engine: Engine, name: str, value: str) -> None:
 
 
 def submission_row(conn: Connection, public_id: str) -> Any:
+    """What a status reply shows of one submission (never its upload)."""
     return conn.execute(
-        sa.select(submissions, teams.c.name.label("team"))
+        sa.select(
+            submissions.c.public_id,
+            submissions.c.team_id,
+            submissions.c.system,
+            submissions.c.state,
+            submissions.c.error,
+            submissions.c.final,
+            submissions.c.created_at,
+            submissions.c.meta,
+            submissions.c.scores,
+            teams.c.name.label("team"),
+        )
         .join(teams, teams.c.id == submissions.c.team_id)
         .where(submissions.c.public_id == public_id)
     ).first()

@@ -18,7 +18,7 @@ import uuid
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import Dataset, load
 from searchtome.service import store
-from searchtome.service.checks import pack_scores, submission_folder, validate
+from searchtome.service.checks import pack_scores, validate
 from searchtome.service.db import check_version, make_engine
 from searchtome.service.home import Home
 from searchtome.submissions import Limits
@@ -65,14 +65,19 @@ class Worker:
             if pause:
                 time.sleep(pause)
             split = self.home.settings.split
-            with submission_folder(
-                job.meta.encode(), job.predictions_name, job.predictions
-            ) as folder:
-                report, error = validate(folder, self.dataset, split, self.limits)
-                blob = None if error else pack_scores(report, self.dataset, split)
+            report, error = validate(
+                job.meta.encode(),
+                job.predictions_name,
+                job.predictions,
+                self.dataset,
+                split,
+                self.limits,
+            )
+            blob = None if error else pack_scores(report, self.dataset, split)
         finally:
             stop.set()
-        if not store.finish(self.engine, job, self.name, scores=blob, error=error):
+        counts = report.counts.to_dict() if error is None else None
+        if not store.finish(self.engine, job, self.name, scores=blob, counts=counts, error=error):
             log.warning(
                 "%s: %s was claimed by another worker; result dropped", self.name, job.public_id
             )

@@ -135,12 +135,19 @@ def test_a_rejected_upload_exits_non_zero_with_the_validators_line(
     folder = submission(tmp_path / "dup", private, "dup")
     lines = (folder / "predictions.jsonl").read_text().splitlines()
     (folder / "predictions.jsonl").write_text("\n".join([lines[0], *lines]) + "\n")
-    code = main(
-        ["submit", str(folder), "--server", server.url, "--token", tokens["alpha"], "--no-progress"]
-    )
+    argv = ["submit", str(folder), "--server", server.url, "--token", tokens["alpha"]]
+    # Accepted at once (the web process checks only the first line); the worker refuses it.
+    assert main([*argv, "--no-progress"]) == 0
+    assert "accepted as" in capsys.readouterr().out
+    code = main([*argv, "--wait", "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1
-    assert len(err) == 1 and "(422)" in err[0] and "predictions.jsonl:2:" in err[0]
+    assert len(err) == 1 and ": rejected: predictions.jsonl:2: query_id: duplicate" in err[0]
+    # a bad first line is refused before the 202, with the same line
+    (folder / "predictions.jsonl").write_text("not json\n" + "\n".join(lines) + "\n")
+    assert main([*argv, "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "(422)" in err[0] and "predictions.jsonl:1: json: not valid" in err[0]
 
 
 def test_final_runs_are_capped_and_private_scores_wait_for_reveal(served) -> None:
