@@ -134,9 +134,11 @@ def _add_team(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
+    from searchtome.service.cache import refresh_home
     from searchtome.service.store import revoke_team
 
     revoke_team(_engine(args), args.name)
+    refresh_home(args.home)
     print(f"team {args.name!r} revoked: its token no longer works and its runs are hidden")
     return 0
 
@@ -156,9 +158,11 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _reveal(args: argparse.Namespace) -> int:
+    from searchtome.service.cache import refresh_home
     from searchtome.service.store import REVEALED, set_flag
 
     set_flag(_engine(args), REVEALED, "no" if args.undo else "yes")
+    refresh_home(args.home)
     print("private scores hidden" if args.undo else "private scores revealed on the leaderboard")
     return 0
 

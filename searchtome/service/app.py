@@ -34,8 +34,8 @@ from starlette.routing import Route
 
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
-from searchtome.service import store
-from searchtome.service.board import Scopes, leaderboard, run_scores, runs_from_rows
+from searchtome.service import cache, store
+from searchtome.service.board import Scopes, run_scores, runs_from_rows
 from searchtome.service.checks import predictions_name, quick_check, system_name
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
 from searchtome.service.home import Home, open_home
@@ -122,7 +122,8 @@ class Service:
         self.rate = RateLimit(self.settings.requests_per_minute)
         self.uploads = asyncio.Semaphore(4)  # upload bodies held at once: bounds memory
         self.board_lock = asyncio.Lock()
-        self.board: tuple[Any, dict[str, Any]] | None = None
+        self.board: tuple[str, str] | None = None  # (key, JSON) of the stored board
+        self.page: tuple[str, str] | None = None  # (key, HTML) rendered from it
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
@@ -140,20 +141,39 @@ class Service:
             raise Refused(401, "unknown or revoked token; ask the organisers for a new one")
         return team
 
-    def _compute_board(self) -> tuple[Any, dict[str, Any]]:
+    def _board(self) -> tuple[str, str]:
+        """The stored board's key and JSON text; computed here only when none is stored yet."""
         with self.engine.connect() as conn:
-            key = store.board_key(conn)
-            if self.board is not None and self.board[0] == key:
+            key = cache.stored_key(conn)
+            if key is not None and self.board is not None and self.board[0] == key:
                 return self.board
-            rows = store.scored_rows(conn)
-            revealed = store.get_flag(conn, store.REVEALED) == "yes"
-        runs = runs_from_rows(rows)
-        return key, leaderboard(runs, self.scopes, self.settings, revealed)
+            found = cache.stored(conn)
+        if found is None:
+            found = cache.compute(self.engine, self.scopes, self.settings)
+            try:
+                cache.save(self.engine, found)
+            except sa.exc.OperationalError as exc:  # a locked or full database: serve it anyway
+                log.warning("could not store the leaderboard: %s", one_line(exc))
+        self.board = (found.key, found.document)
+        self.page = None
+        return self.board
 
-    async def current_board(self) -> dict[str, Any]:
+    async def current_board(self) -> str:
+        """The leaderboard JSON as stored (milliseconds: nothing is computed per request)."""
         async with self.board_lock:
-            self.board = await run_in_threadpool(self._compute_board)
-        return self.board[1]
+            return (await run_in_threadpool(self._board))[1]
+
+    async def current_page(self) -> str:
+        async with self.board_lock:
+            key, document = await run_in_threadpool(self._board)
+            if self.page is None or self.page[0] != key:
+                html = self.templates.get_template("index.html").render(
+                    board=json.loads(document),
+                    name=self.public.manifest.name or "SearchTome",
+                    settings=self.settings,
+                )
+                self.page = (key, html)
+            return self.page[1]
 
 
 def _client(request: Request) -> str:
@@ -302,22 +322,18 @@ async def post_final(request: Request) -> Response:
         raise Refused(409, str(exc)) from None
     except SearchTomeError as exc:
         raise Refused(409, str(exc)) from None
+    # The mark changes the board: refreshed now, so readers never compute it.
+    await run_in_threadpool(cache.refresh, service.engine, service.scopes, service.settings)
     return JSONResponse({"id": public_id, "final": final})
 
 
 async def get_leaderboard(request: Request) -> Response:
-    return JSONResponse(await request.app.state.service.current_board())
+    document = await request.app.state.service.current_board()
+    return Response(document, media_type="application/json")
 
 
 async def index(request: Request) -> Response:
-    service: Service = request.app.state.service
-    board = await service.current_board()
-    page = service.templates.get_template("index.html").render(
-        board=board,
-        name=service.public.manifest.name or "SearchTome",
-        settings=service.settings,
-    )
-    return HTMLResponse(page)
+    return HTMLResponse(await request.app.state.service.current_page())
 
 
 async def health(request: Request) -> Response:

@@ -17,7 +17,8 @@ import uuid
 
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import Dataset, load
-from searchtome.service import store
+from searchtome.service import cache, store
+from searchtome.service.board import Scopes
 from searchtome.service.checks import pack_scores, validate
 from searchtome.service.db import check_version, make_engine
 from searchtome.service.home import Home
@@ -43,6 +44,9 @@ class Worker:
         self.name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.dataset: Dataset = with_private(load(home.public), home.private)
         self.limits = limits_of(home)
+        self.scopes = Scopes.of(self.dataset, home.settings)
+        self.board_at = 0.0  # when this worker last refreshed the board (monotonic)
+        self.board_cost = 0.0  # seconds that refresh took
 
     def _keep_alive(self, job: store.Job, stop: threading.Event) -> None:
         lease = self.home.settings.lease_seconds
@@ -83,6 +87,19 @@ class Worker:
             )
         return True
 
+    def refresh_board(self, busy: bool) -> None:
+        """The board once the queue is empty; while jobs keep coming, at most every
+        ``BUSY_REFRESH_SECONDS`` and five times its own cost (scoring keeps 5/6 of the time)."""
+        now = time.monotonic()
+        if busy and now - self.board_at < max(cache.BUSY_REFRESH_SECONDS, 5 * self.board_cost):
+            return
+        try:
+            if cache.refresh(self.engine, self.scopes, self.home.settings):
+                self.board_cost = time.monotonic() - now
+            self.board_at = now
+        except Exception:  # a board refresh that fails is redone on the next poll
+            log.exception("%s: refreshing the leaderboard failed", self.name)
+
     def serve(self, poll: float = 0.5, once: bool = False, parent: int = 0) -> None:
         """Score until stopped (or, with ``once``, until the queue is empty).
 
@@ -99,6 +116,7 @@ class Worker:
                 log.exception("%s: scoring failed; retrying in %.0f s", self.name, poll * 4)
                 time.sleep(poll * 4)
                 continue
+            self.refresh_board(busy=worked)
             if once and not worked:
                 return
             if not worked:

@@ -32,7 +32,11 @@ def test_aggregates_and_tests_match_the_leaderboard_package(release) -> None:
     runs, subs = [], []
     for name, right in (("a", 1.0), ("b", 0.6), ("c", 0.3)):
         folder = submission(root / name, private, name, right=right)
-        report, error = validate(folder, full, "test", Limits())
+        meta, preds = (
+            (folder / "meta.json").read_bytes(),
+            (folder / "predictions.jsonl").read_bytes(),
+        )
+        report, error = validate(meta, "predictions.jsonl", preds, full, "test", Limits())
         assert error is None and report.submission is not None
         values = unpack_scores(pack_scores(report, full, "test"))
         runs.append(Run(name, "team", name, 0.0, False, values, {}))

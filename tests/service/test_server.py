@@ -12,6 +12,7 @@ from tests.service.helpers import (
     Server,
     add_team,
     blind_release,
+    board_rows,
     cli,
     get,
     init_home,
@@ -75,6 +76,7 @@ def test_the_leaderboard_ranks_runs_and_tests_them_against_the_top(served) -> No
         ]
     )
     assert code == 0
+    board_rows(server.url, lambda rows: "half" in {r["system"] for r in rows})
     status, board, _headers = get(server.url + "/api/leaderboard")
     assert status == 200
     rows = board["public"]["rows"]
@@ -198,6 +200,19 @@ def test_quota_is_per_team_and_day(served) -> None:
     assert upload(server.url, second, preds, meta)[0] == 202  # another team's quota
 
 
+def test_a_run_the_worker_rejects_gives_its_quota_back(served) -> None:
+    server, home, private, _tokens, root = served
+    folder = submission(root / "refund", private, "refund")
+    preds, meta = (folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes()
+    token = add_team(home, "refund")
+    first = preds.splitlines(keepends=True)[0]
+    status, raw, _ = upload(server.url, token, first + preds, meta)  # duplicate line 2
+    assert status == 202
+    state = wait_scored(server.url, token, json.loads(raw)["id"])
+    assert state["state"] == "rejected" and "duplicate query" in state["error"]
+    assert [upload(server.url, token, preds, meta)[0] for _ in range(4)] == [202, 202, 202, 429]
+
+
 def race(url: str, token: str, preds: bytes, meta: bytes, n: int = 2) -> list[int]:
     """``n`` uploads released at the same instant; their HTTP statuses."""
     import threading
@@ -239,7 +254,9 @@ def test_names_from_meta_are_escaped_on_the_page(served) -> None:
     if status == 422:  # the validator refuses such a name: nothing to escape
         return
     assert status == 202
-    wait_scored(server.url, token, json.loads(raw)["id"])
+    run_id = json.loads(raw)["id"]
+    wait_scored(server.url, token, run_id)
+    board_rows(server.url, lambda rows: run_id in {r["id"] for r in rows})
     page = get(server.url + "/")[1]
     assert "<img src=x" not in page and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
 
@@ -260,7 +277,7 @@ def test_a_revoked_team_cannot_upload_and_leaves_the_board(served) -> None:
     def systems() -> set[str]:
         return {r["system"] for r in get(server.url + "/api/leaderboard")[1]["public"]["rows"]}
 
-    assert "leaving-run" in systems()
+    board_rows(server.url, lambda rows: "leaving-run" in {r["system"] for r in rows})
     assert cli("server", "revoke", "--home", str(home), "leaving").returncode == 0
     assert "leaving-run" not in systems()
     assert upload(server.url, token, b"", b"{}")[0] == 401

@@ -1,6 +1,15 @@
 // The upload form: sends the files with the token in an Authorization header (no cookies),
-// waits for the score, then reloads the page so the new row shows.
+// waits for the score, then for the stored leaderboard to hold the run (the scoring worker
+// refreshes it just after), then reloads the page so the new row shows.
 "use strict";
+async function onBoard(id) {
+  for (let i = 0; i < 60; i += 1) {
+    const board = await (await fetch("/api/leaderboard")).json();
+    if ((board.public.rows || []).some((row) => row.id === id)) break;
+    await new Promise((done) => setTimeout(done, 500));
+  }
+  window.location.reload();
+}
 document.addEventListener("DOMContentLoaded", () => {
   const form = document.getElementById("upload");
   const status = document.getElementById("status");
@@ -22,7 +31,7 @@ document.addEventListener("DOMContentLoaded", () => {
       const poll = await fetch(reply.url, { headers: auth });
       const state = await poll.json();
       if (!poll.ok) { say("error: " + state.error); return; }
-      if (state.state === "scored") { say("scored"); window.location.reload(); return; }
+      if (state.state === "scored") { say("scored"); await onBoard(reply.id); return; }
       if (state.state === "rejected" || state.state === "failed") {
         say(state.state + ": " + state.error); return;
       }
