@@ -54,8 +54,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     init.set_defaults(func=_init)
 
-    add = sub.add_parser("add-team", parents=[home], help="create a team; prints its token once")
-    add.add_argument("name", help="team name: letters, digits, . _ -")
+    add = sub.add_parser("add-team", parents=[home], help="create teams; prints each token once")
+    add.add_argument("names", nargs="*", metavar="NAME", help="team names: letters, digits, . _ -")
+    add.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="also the names in FILE, one a line (blank lines and # comments skipped)",
+    )
     add.set_defaults(func=_add_team)
     revoke = sub.add_parser(
         "revoke", parents=[home], help="revoke a team's token and hide its runs"
@@ -119,15 +125,37 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_team(args: argparse.Namespace) -> int:
-    from searchtome.service.store import add_team
+def _team_names(args: argparse.Namespace) -> list[str]:
+    from pathlib import Path
 
-    token = add_team(_engine(args), args.name)
-    print(token)
+    names = list(args.names)
+    if args.from_file:
+        path = Path(args.from_file)
+        if not path.is_file():
+            raise SearchTomeError(f"{path}: no such file; give one team name a line")
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                names.append(line.strip())
+    if not names:
+        raise SearchTomeError("add-team: give one or more NAMEs or --from FILE")
+    return names
+
+
+def _add_team(args: argparse.Namespace) -> int:
     import sys
 
+    from searchtome.service.store import add_teams
+
+    names = _team_names(args)
+    added = add_teams(_engine(args), names)
+    if len(added) == 1 and not args.from_file:  # one name: the token alone, as scripts read it
+        print(added[0][1])
+    else:
+        for name, token in added:
+            print(f"{name}\t{token}")
     print(
-        f"team {args.name!r} added; the token above is shown once: hand it to the team",
+        f"{len(added)} team{'s' if len(added) > 1 else ''} added; each token is shown once: "
+        "hand it to its team",
         file=sys.stderr,
     )
     return 0
@@ -184,10 +212,20 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_jobs() -> None:
+    """The service's INFO lines (each job's claim and finish, board refreshes) by default."""
+    import logging
+
+    service = logging.getLogger("searchtome.service")
+    if service.getEffectiveLevel() > logging.INFO:
+        service.setLevel(logging.INFO)
+
+
 def _worker(args: argparse.Namespace) -> int:
     from searchtome.service.home import open_home
     from searchtome.service.worker import Worker
 
+    _log_jobs()
     Worker(open_home(args.home)).serve(once=args.once)
     return 0
 
@@ -207,6 +245,7 @@ def _run(args: argparse.Namespace) -> int:
         raise SearchTomeError("--workers must be 0 or more and --web 1 or more")
     home = open_home(args.home)
     _engine(args).dispose()  # checks the schema; no connection crosses the fork below
+    _log_jobs()
     # Workers are forked from this process: they start with its imports already done.
     fork = multiprocessing.get_context("fork")
     workers = [

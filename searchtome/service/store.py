@@ -44,22 +44,42 @@ def utc_day(now: float | None = None) -> str:
 # -- teams ---------------------------------------------------------------------------------------
 
 
-def add_team(engine: Engine, name: str) -> str:
-    """Create a team; returns its token ``st_<id>_<secret>`` (only a hash is stored)."""
+def check_team_name(name: str) -> None:
     if not TEAM_NAME.match(name):
         raise SearchTomeError(
             f"team name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a "
             "letter or digit"
         )
-    secret = secrets.token_urlsafe(32)
+
+
+def add_team(engine: Engine, name: str) -> str:
+    """Create a team; returns its token ``st_<id>_<secret>`` (only a hash is stored)."""
+    return add_teams(engine, [name])[0][1]
+
+
+def add_teams(engine: Engine, names: list[str]) -> list[tuple[str, str]]:
+    """Create several teams in one transaction: all of them, or none when one name is taken or
+    malformed. Returns ``(name, token)`` pairs in the order given."""
+    for name in names:
+        check_team_name(name)
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise SearchTomeError(f"team {repeated[0]!r} is named twice; each name once")
+    out = []
     with write(engine) as conn:
-        if conn.execute(sa.select(teams.c.id).where(teams.c.name == name)).first():
-            raise SearchTomeError(f"team {name!r} exists; revoke it or choose another name")
-        result = conn.execute(
-            teams.insert().values(name=name, token_hash=hash_token(secret), created_at=time.time())
-        )
-        team_id = result.inserted_primary_key[0]
-    return f"st_{team_id}_{secret}"
+        taken = conn.execute(
+            sa.select(teams.c.name).where(teams.c.name.in_(names)).order_by(teams.c.name)
+        ).scalar()
+        if taken is not None:
+            raise SearchTomeError(f"team {taken!r} exists; revoke it or choose another name")
+        now = time.time()
+        for name in names:
+            secret = secrets.token_urlsafe(32)
+            result = conn.execute(
+                teams.insert().values(name=name, token_hash=hash_token(secret), created_at=now)
+            )
+            out.append((name, f"st_{result.inserted_primary_key[0]}_{secret}"))
+    return out
 
 
 def revoke_team(engine: Engine, name: str) -> None:

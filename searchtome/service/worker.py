@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import uuid
+from typing import Any
 
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import Dataset, load
@@ -57,10 +58,36 @@ class Worker:
 
     def run_one(self) -> bool:
         """Score one queued job; ``False`` when the queue was empty."""
+        wall, cpu = time.perf_counter(), time.process_time()
         job = store.claim(self.engine, self.name, self.home.settings.lease_seconds)
         if job is None:
             return False
-        log.info("%s: scoring %s (attempt %d)", self.name, job.public_id, job.attempt)
+        log.info(
+            "%s: claimed %s (attempt %d, %s bytes)",
+            self.name,
+            job.public_id,
+            job.attempt,
+            f"{len(job.predictions):,}",
+        )
+        blob, counts, error = self._score(job)
+        done = store.finish(self.engine, job, self.name, scores=blob, counts=counts, error=error)
+        if not done:
+            log.warning(
+                "%s: %s was claimed by another worker; result dropped", self.name, job.public_id
+            )
+            return True
+        log.info(
+            "%s: %s %s in %.2f s (%.2f s CPU)",
+            self.name,
+            job.public_id,
+            "scored" if error is None else "rejected",
+            time.perf_counter() - wall,
+            time.process_time() - cpu,
+        )
+        return True
+
+    def _score(self, job: store.Job) -> tuple[bytes | None, dict[str, Any] | None, str | None]:
+        """Validate and score one claimed job, its lease kept alive meanwhile."""
         stop = threading.Event()
         beat = threading.Thread(target=self._keep_alive, args=(job, stop), daemon=True)
         beat.start()
@@ -77,15 +104,11 @@ class Worker:
                 split,
                 self.limits,
             )
-            blob = None if error else pack_scores(report, self.dataset, split)
+            if error is not None:
+                return None, None, error
+            return pack_scores(report, self.dataset, split), report.counts.to_dict(), None
         finally:
             stop.set()
-        counts = report.counts.to_dict() if error is None else None
-        if not store.finish(self.engine, job, self.name, scores=blob, counts=counts, error=error):
-            log.warning(
-                "%s: %s was claimed by another worker; result dropped", self.name, job.public_id
-            )
-        return True
 
     def refresh_board(self, busy: bool) -> None:
         """The board once the queue is empty; while jobs keep coming, at most every

@@ -101,3 +101,25 @@ def test_a_database_of_another_schema_version_is_refused(release) -> None:
     engine.dispose()
     done = cli("server", "list", "--home", str(home))
     assert done.returncode == 1 and "schema version" in done.stderr
+
+
+def test_add_team_in_bulk_is_one_transaction(release, tmp_path) -> None:
+    root, public, private = release
+    home = root / "bulk"
+    init_home(home, public, private)
+    listed = tmp_path / "teams.txt"
+    listed.write_text("# one a line\nteam-c\n\nteam-d\n")
+    done = cli("server", "add-team", "--home", str(home), "team-a", "team-b", "--from", str(listed))
+    assert done.returncode == 0, done.stderr
+    lines = [line.split("\t") for line in done.stdout.splitlines()]
+    assert [name for name, _ in lines] == ["team-a", "team-b", "team-c", "team-d"]
+    engine = make_engine(f"sqlite:///{home / 'server.db'}")
+    with engine.connect() as conn:
+        assert [authenticate(conn, token).name for _, token in lines] == [n for n, _ in lines]
+    # one name taken or malformed: none of the others is added
+    for names in (["team-e", "team-a"], ["team-f", "bad/name"], ["team-g", "team-g"]):
+        done = cli("server", "add-team", "--home", str(home), *names)
+        assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, names
+    listing = cli("server", "list", "--home", str(home)).stdout
+    assert "team-d" in listing and not any(f"team-{c}" in listing for c in "efg")
+    engine.dispose()

@@ -56,6 +56,9 @@ def test_submit_wait_prints_the_public_score(served, capsys) -> None:
     assert code == 0, out
     assert "scored" in out and "public (15 queries): R@1 100.0" in out
     assert "private" not in out  # not revealed yet
+    # the worker logs each job's claim and finish with its time
+    log = server.output()
+    assert "claimed" in log and " scored in " in log and "s CPU)" in log
 
 
 def test_the_leaderboard_ranks_runs_and_tests_them_against_the_top(served) -> None:
