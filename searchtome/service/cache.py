@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from searchtome.service import store
-from searchtome.service.board import Scopes, leaderboard, runs_from_rows
+from searchtome.service.board import Scopes, TestMemo, leaderboard, runs_from_rows
 from searchtome.service.db import boards, write
 from searchtome.service.home import ServerSettings
 
@@ -35,6 +35,7 @@ class Cached:
     key: str
     document: str  # the JSON served as is
     computed_at: float
+    tests: str | None = None  # the TestMemo's entries, JSON (never served)
 
 
 def current_key(conn: Connection) -> str:
@@ -55,13 +56,16 @@ def stored(conn: Connection) -> Cached | None:
 
 
 def compute(engine: Engine, scopes: Scopes, settings: ServerSettings) -> Cached:
-    """The board of the rows as they are now, with their key (read in one transaction)."""
+    """The board of the rows as they are now, with their key (read in one transaction); the
+    stored board's tests against the top are reused where still valid."""
     with engine.connect() as conn, conn.begin():
         key = current_key(conn)
         rows = store.scored_rows(conn)
         revealed = store.get_flag(conn, store.REVEALED) == "yes"
-    document = leaderboard(runs_from_rows(rows), scopes, settings, revealed)
-    return Cached(key, json.dumps(document), time.time())
+        raw = conn.execute(sa.select(boards.c.tests).where(boards.c.name == BOARD)).scalar()
+    memo = TestMemo(json.loads(raw) if raw else {})
+    document = leaderboard(runs_from_rows(rows), scopes, settings, revealed, memo)
+    return Cached(key, json.dumps(document), time.time(), json.dumps(memo.kept()))
 
 
 def save(engine: Engine, board: Cached) -> None:
@@ -69,7 +73,11 @@ def save(engine: Engine, board: Cached) -> None:
         conn.execute(boards.delete().where(boards.c.name == BOARD))
         conn.execute(
             boards.insert().values(
-                name=BOARD, key=board.key, document=board.document, computed_at=board.computed_at
+                name=BOARD,
+                key=board.key,
+                document=board.document,
+                tests=board.tests,
+                computed_at=board.computed_at,
             )
         )
 

@@ -79,3 +79,39 @@ def test_nothing_per_query_in_the_board(release) -> None:
     runs = [Run("k", "t", "s", 0.0, True, values, {})]
     text = json.dumps(leaderboard(runs, scopes, settings, revealed=True))
     assert not any(q in text for q in scopes.query_ids)
+
+
+def test_a_board_reusing_earlier_tests_equals_one_computed_afresh(release) -> None:
+    from searchtome.service.board import TestMemo
+
+    root, public, private = release
+    full = with_private(load(public), private)
+    settings = ServerSettings(
+        split="test", permutations=300, bootstrap=100, secret="22" * 32, private_fraction=0.4
+    )
+    scopes = Scopes.of(load(public), settings)
+    runs = []
+    for i, right in enumerate((0.7, 0.6, 0.3, 0.5, 1.0)):
+        folder = submission(root / f"m{i}", private, f"m{i}", right=right)
+        meta, preds = (
+            (folder / "meta.json").read_bytes(),
+            (folder / "predictions.jsonl").read_bytes(),
+        )
+        report, error = validate(meta, "predictions.jsonl", preds, full, "test", Limits())
+        assert error is None
+        values = unpack_scores(pack_scores(report, full, "test"))
+        runs.append(Run(f"m{i}", f"team{i % 2}", f"m{i}", float(i), i == 4, values, {}))
+    memo = TestMemo()
+    leaderboard(runs[:2], scopes, settings, revealed=True, memo=memo)
+    before = len(memo.raw)
+    # one more run below the top: one new test per scope it shows in, the rest reused
+    grown = leaderboard(runs[:3], scopes, settings, revealed=True, memo=memo)
+    assert len(memo.raw) == before + 1
+    assert grown == leaderboard(runs[:3], scopes, settings, revealed=True)
+    # a new top run: every run is tested against it again, still the same board
+    for n in (4, 5):
+        stored = TestMemo(json.loads(json.dumps(memo.kept())))  # as the database keeps it
+        again = leaderboard(runs[:n], scopes, settings, revealed=True, memo=stored)
+        assert again == leaderboard(runs[:n], scopes, settings, revealed=True)
+        memo = stored
+    assert again["public"]["rows"][0]["id"] == "m4"
