@@ -44,6 +44,7 @@ COMMANDS: Registry[Callable[[Any], None]] = Registry(
         "demo": "searchtome.commands.demo:register",
         "server": "searchtome.commands.server:register",
         "submit": "searchtome.commands.submit:register",
+        "submissions": "searchtome.commands.submissions:register",
     },
 )
 

@@ -34,8 +34,8 @@ from starlette.routing import Route
 
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
-from searchtome.service import cache, store
-from searchtome.service.board import Scopes, run_scores, runs_from_rows
+from searchtome.service import cache, mine, store
+from searchtome.service.board import Scopes, describe
 from searchtome.service.checks import predictions_name, quick_check, system_name
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
 from searchtome.service.home import Home, open_home
@@ -124,6 +124,7 @@ class Service:
         self.board_lock = asyncio.Lock()
         self.board: tuple[str, str] | None = None  # (key, JSON) of the stored board
         self.page: tuple[str, str] | None = None  # (key, HTML) rendered from it
+        self.shown: dict[Any, Any] = {}  # scored runs' shown scores (board.describe)
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
@@ -280,20 +281,7 @@ def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, A
         revealed = store.get_flag(conn, store.REVEALED) == "yes"
     if row is None or row.team_id != team.id:
         raise Refused(404, f"no submission {public_id!r} of team {team.name!r}")
-    out: dict[str, Any] = {
-        "id": row.public_id,
-        "team": row.team,
-        "system": row.system,
-        "state": row.state,
-        "final": bool(row.final),
-        "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.created_at)),
-    }
-    if row.error:
-        out["error"] = row.error
-    if row.state == "scored":
-        run = runs_from_rows([row])[0]
-        out["scores"] = run_scores(run, service.scopes, revealed)
-    return out
+    return describe(row, service.scopes, revealed, service.shown)
 
 
 async def get_submission(request: Request) -> Response:
@@ -408,6 +396,7 @@ def create_app(home: Home | None = None) -> Starlette:
             Route("/api/submissions", post_submission, methods=["POST"]),
             Route("/api/submissions/{public_id:str}", get_submission),
             Route("/api/submissions/{public_id:str}/final", post_final, methods=["POST"]),
+            *mine.ROUTES,
         ],
         exception_handlers={
             Refused: on_refused,

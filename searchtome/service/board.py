@@ -290,3 +290,34 @@ def run_scores(run: Run, scopes: Scopes, revealed: bool) -> dict[str, Any]:
         board = _scoreboard([run], scopes, mask)
         out[scope] = {"n_queries": int(mask.sum()), "aggregate": board.aggregate(run.key)}
     return out
+
+
+def describe(
+    row: Any, scopes: Scopes, revealed: bool, memo: dict[Any, Any] | None = None
+) -> dict[str, Any]:
+    """What a team sees of one of its submissions (``store.submission_row``'s columns).
+
+    ``memo`` keeps each scored run's shown scores by (id, scored at, revealed): a status poll
+    then unpacks no arrays (5 ms of a 7 ms poll)."""
+    out: dict[str, Any] = {
+        "id": row.public_id,
+        "team": row.team,
+        "system": row.system,
+        "state": row.state,
+        "final": bool(row.final),
+        "hidden": bool(row.hidden),
+        "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.created_at)),
+    }
+    if row.error:
+        out["error"] = row.error
+    if row.state == "scored":
+        key = (row.public_id, row.scored_at, revealed)
+        scores = None if memo is None else memo.get(key)
+        if scores is None:
+            scores = run_scores(runs_from_rows([row])[0], scopes, revealed)
+            if memo is not None:
+                if len(memo) >= 10_000:  # bounded: forget them all, recompute as asked
+                    memo.clear()
+                memo[key] = scores
+        out["scores"] = scores
+    return out

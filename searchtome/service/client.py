@@ -89,10 +89,13 @@ class Server:
             raise SearchTomeError(f"{self.url}: {what} refused ({response.status}): {message}")
         return body
 
-    def request(self, method: str, path: str) -> dict[str, Any]:
+    def request(self, method: str, path: str, body: bytes | None = None) -> dict[str, Any]:
         conn = self._connection()
+        headers = {"Authorization": f"Bearer {self.token}"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         try:
-            conn.request(method, path, headers={"Authorization": f"Bearer {self.token}"})
+            conn.request(method, path, body=body, headers=headers)
             return self._reply(conn, f"{method} {path}")
         except OSError as exc:
             raise SearchTomeError(f"{self.url}: cannot reach the server ({exc})") from None
@@ -148,3 +151,14 @@ def submit(
     if state["state"] != "scored":
         raise SearchTomeError(f"{preds}: {state['state']}: {state.get('error')}")
     return state
+
+
+def own_submissions(server: str, token: str) -> dict[str, Any]:
+    """The team's own runs (``GET /api/submissions``)."""
+    return Server(server, token).request("GET", "/api/submissions")
+
+
+def set_hidden(server: str, token: str, public_id: str, hidden: bool) -> dict[str, Any]:
+    """Hide a run from the leaderboard or show it again."""
+    body = json.dumps({"hidden": hidden}).encode()
+    return Server(server, token).request("POST", f"/api/submissions/{public_id}/hidden", body)

@@ -67,6 +67,8 @@ submissions = sa.Table(
     sa.Column("scores", sa.LargeBinary, nullable=True),  # per-query arrays: never served
     sa.Column("counts", sa.Text, nullable=True),  # the validator's structure counts
     sa.Column("final", sa.Boolean, nullable=False, default=False),
+    # left off the leaderboard by its team (version 2)
+    sa.Column("hidden", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
 )
 # The uploaded bytes, apart from the rows that status polls and board checks read (version 2).
 uploads = sa.Table(
@@ -149,7 +151,8 @@ def _v1(conn: Connection) -> None:
 
 
 def _v2(conn: Connection) -> None:
-    """Version 2: uploads move to their own table, leaderboards are cached in ``boards``.
+    """Version 2: uploads move to their own table, leaderboards are cached in ``boards``, a
+    team can hide a run (``submissions.hidden``).
 
     Every stored upload is copied (hashed and, unless already gzip, compressed) before the
     ``predictions`` column is dropped, one row at a time so memory holds one upload.
@@ -184,6 +187,7 @@ def _v2(conn: Connection) -> None:
         ).scalar_one()
         conn.execute(new_uploads.insert().values(submission_id=sub_id, **pack(bytes(raw))))
     conn.exec_driver_sql("ALTER TABLE submissions DROP COLUMN predictions")
+    conn.exec_driver_sql("ALTER TABLE submissions ADD COLUMN hidden BOOLEAN NOT NULL DEFAULT false")
 
 
 # Each entry brings the schema from version i to i + 1; append, never edit a released one.

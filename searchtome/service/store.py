@@ -352,24 +352,32 @@ def set_flag(engine: Engine, name: str, value: str) -> None:
         conn.execute(flags.insert().values(name=name, value=value))
 
 
+def _shown_columns() -> sa.Select[Any]:
+    """What a status reply shows of a submission (never its upload)."""
+    return sa.select(
+        submissions.c.public_id,
+        submissions.c.team_id,
+        submissions.c.system,
+        submissions.c.state,
+        submissions.c.error,
+        submissions.c.final,
+        submissions.c.hidden,
+        submissions.c.created_at,
+        submissions.c.scored_at,
+        submissions.c.meta,
+        submissions.c.scores,
+        teams.c.name.label("team"),
+    ).join(teams, teams.c.id == submissions.c.team_id)
+
+
 def submission_row(conn: Connection, public_id: str) -> Any:
-    """What a status reply shows of one submission (never its upload)."""
-    return conn.execute(
-        sa.select(
-            submissions.c.public_id,
-            submissions.c.team_id,
-            submissions.c.system,
-            submissions.c.state,
-            submissions.c.error,
-            submissions.c.final,
-            submissions.c.created_at,
-            submissions.c.meta,
-            submissions.c.scores,
-            teams.c.name.label("team"),
-        )
-        .join(teams, teams.c.id == submissions.c.team_id)
-        .where(submissions.c.public_id == public_id)
-    ).first()
+    return conn.execute(_shown_columns().where(submissions.c.public_id == public_id)).first()
+
+
+def team_rows(conn: Connection, team_id: int) -> list[Any]:
+    """A team's own submissions, oldest first."""
+    query = _shown_columns().where(submissions.c.team_id == team_id).order_by(submissions.c.id)
+    return list(conn.execute(query))
 
 
 def board_key(conn: Connection) -> tuple[Any, ...]:
@@ -401,7 +409,11 @@ def scored_rows(conn: Connection) -> list[Any]:
                 teams.c.name.label("team"),
             )
             .join(teams, teams.c.id == submissions.c.team_id)
-            .where(submissions.c.state == "scored", teams.c.revoked_at.is_(None))
+            .where(
+                submissions.c.state == "scored",
+                submissions.c.hidden.is_(False),
+                teams.c.revoked_at.is_(None),
+            )
             .order_by(submissions.c.id)
         )
     )
@@ -412,14 +424,12 @@ def mark_final(engine: Engine, team: Team, public_id: str, final: bool, max_fina
         # Lock the team's row (PostgreSQL; SQLite's write lock covers it): two marks racing at
         # the cap are counted one after the other.
         conn.execute(sa.select(teams.c.id).where(teams.c.id == team.id).with_for_update())
-        row = conn.execute(
-            sa.select(submissions.c.id, submissions.c.state).where(
-                submissions.c.public_id == public_id, submissions.c.team_id == team.id
-            )
-        ).first()
-        if row is None:
-            raise LookupError(public_id)
+        row = _own(conn, team, public_id)
         if final:
+            if row.hidden:
+                raise SearchTomeError(
+                    f"submission {public_id} is hidden; show it before marking it final"
+                )
             if row.state != "scored":
                 raise SearchTomeError(
                     f"submission {public_id} is {row.state}; only a scored run can be final"
@@ -436,4 +446,28 @@ def mark_final(engine: Engine, team: Team, public_id: str, final: bool, max_fina
                     f"team {team.name!r} already has {max_final} final runs; unmark one first"
                 )
         conn.execute(submissions.update().where(submissions.c.id == row.id).values(final=final))
+        _touch_board(conn)
+
+
+def _own(conn: Connection, team: Team, public_id: str) -> Any:
+    """The team's own submission ``public_id``; ``LookupError`` when it has none of that id."""
+    row = conn.execute(
+        sa.select(
+            submissions.c.id, submissions.c.state, submissions.c.hidden, submissions.c.final
+        ).where(submissions.c.public_id == public_id, submissions.c.team_id == team.id)
+    ).first()
+    if row is None:
+        raise LookupError(public_id)
+    return row
+
+
+def set_hidden(engine: Engine, team: Team, public_id: str, hidden: bool) -> None:
+    """Hide a run from the leaderboard, or show it again; a final run cannot be hidden."""
+    with write(engine) as conn:
+        row = _own(conn, team, public_id)
+        if hidden and row.final:
+            raise SearchTomeError(
+                f"submission {public_id} is a final run; unmark it before hiding it"
+            )
+        conn.execute(submissions.update().where(submissions.c.id == row.id).values(hidden=hidden))
         _touch_board(conn)
