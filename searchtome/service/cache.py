@@ -22,12 +22,14 @@ from sqlalchemy.engine import Connection, Engine
 
 from searchtome.service import store
 from searchtome.service.board import Scopes, TestMemo, leaderboard, runs_from_rows
-from searchtome.service.db import boards, write
+from searchtome.service.db import boards, flags, write
 from searchtome.service.home import ServerSettings
 
 log = logging.getLogger(__name__)
 BOARD = "leaderboard"
 BUSY_REFRESH_SECONDS = 20.0  # while jobs keep coming, the board lags the scores by this at most
+REFRESHING = "board_refreshing"  # flag: which worker refreshes the board, since when
+TURN_SECONDS = 120.0  # a worker's turn; one that died mid-refresh is taken over after it
 
 
 @dataclass(frozen=True)
@@ -82,14 +84,49 @@ def save(engine: Engine, board: Cached) -> None:
         )
 
 
-def refresh(engine: Engine, scopes: Scopes, settings: ServerSettings) -> bool:
-    """Recompute and store the board when its rows changed; ``True`` when it did."""
+def _take_turn(engine: Engine, who: str) -> bool:
+    """Whether ``who`` may refresh now: no other worker is refreshing (one that took its turn
+    less than :data:`TURN_SECONDS` ago), so two workers do not compute the same board side by
+    side; a worker that died mid-refresh holds the turn that long at most."""
+    now = time.time()
+    try:
+        with write(engine) as conn:
+            held = store.get_flag(conn, REFRESHING)
+            if held:
+                holder, _, at = held.rpartition(" ")
+                if holder != who and float(at) > now - TURN_SECONDS:
+                    return False
+            conn.execute(flags.delete().where(flags.c.name == REFRESHING))
+            conn.execute(flags.insert().values(name=REFRESHING, value=f"{who} {now}"))
+    except sa.exc.IntegrityError:  # another worker inserted its turn first (PostgreSQL)
+        return False
+    return True
+
+
+def refresh(
+    engine: Engine, scopes: Scopes, settings: ServerSettings, worker: str | None = None
+) -> bool:
+    """Recompute and store the board when its rows changed; ``True`` when it did.
+
+    A scoring ``worker`` first takes its turn (see :func:`_take_turn`); the web process and the
+    admin commands refresh at once, since they answer after their own change."""
     with engine.connect() as conn:
         if stored_key(conn) == current_key(conn):
             return False
+    if worker is not None and not _take_turn(engine, worker):
+        return False
     started = time.perf_counter()
-    board = compute(engine, scopes, settings)
-    save(engine, board)
+    try:
+        board = compute(engine, scopes, settings)
+        save(engine, board)
+    finally:
+        if worker is not None:  # the turn ends with the refresh: the next change is anyone's
+            with write(engine) as conn:
+                conn.execute(
+                    flags.delete().where(
+                        flags.c.name == REFRESHING, flags.c.value.startswith(f"{worker} ")
+                    )
+                )
     log.info("leaderboard refreshed in %.2f s", time.perf_counter() - started)
     return True
 

@@ -1,6 +1,8 @@
 """Rows of the service: teams and tokens, the daily quota, the scoring queue's state machine.
 
-A submission moves ``queued -> scoring -> scored`` (or ``failed``). A worker claims a job with a
+A submission moves ``queued -> scoring -> scored`` (or ``rejected`` when the worker's validator
+refuses it, its quota slot given back, or ``failed``). Its uploaded bytes sit apart in the
+``uploads`` table and :func:`upload_of` is their one reader. A worker claims a job with a
 conditional ``UPDATE ... WHERE state = 'queued'`` (exactly one claimer wins, on SQLite and on
 PostgreSQL alike), keeps a lease alive with heartbeats, and writes its result with an ``UPDATE``
 that also requires its own claim (``claimed_by`` and ``attempts``) to be still current. A worker

@@ -117,7 +117,7 @@ class Worker:
         if busy and now - self.board_at < max(cache.BUSY_REFRESH_SECONDS, 5 * self.board_cost):
             return
         try:
-            if cache.refresh(self.engine, self.scopes, self.home.settings):
+            if cache.refresh(self.engine, self.scopes, self.home.settings, self.name):
                 self.board_cost = time.monotonic() - now
             self.board_at = now
         except Exception:  # a board refresh that fails is redone on the next poll

@@ -115,3 +115,19 @@ def test_a_board_reusing_earlier_tests_equals_one_computed_afresh(release) -> No
         assert again == leaderboard(runs[:n], scopes, settings, revealed=True)
         memo = stored
     assert again["public"]["rows"][0]["id"] == "m4"
+
+
+def test_two_workers_take_turns_to_refresh_the_board(tmp_path) -> None:
+    from searchtome.service import cache
+    from searchtome.service.db import make_engine, migrate, sqlite_url
+
+    engine = make_engine(sqlite_url(tmp_path / "turns.db"))
+    migrate(engine)
+    assert cache._take_turn(engine, "worker-a")
+    assert cache._take_turn(engine, "worker-a")  # its own turn again
+    assert not cache._take_turn(engine, "worker-b")  # a is refreshing
+    with engine.begin() as conn:  # a's turn ran out (it died mid-refresh)
+        old = f"worker-a {1.0}"
+        conn.execute(cache.flags.update().values(value=old))
+    assert cache._take_turn(engine, "worker-b")
+    engine.dispose()
