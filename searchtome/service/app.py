@@ -311,7 +311,9 @@ async def post_final(request: Request) -> Response:
     except SearchTomeError as exc:
         raise Refused(409, str(exc)) from None
     # The mark changes the board: refreshed now, so readers never compute it.
-    await run_in_threadpool(cache.refresh, service.engine, service.scopes, service.settings)
+    await run_in_threadpool(
+        cache.refresh_after_change, service.engine, service.scopes, service.settings
+    )
     return JSONResponse({"id": public_id, "final": final})
 
 

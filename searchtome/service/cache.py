@@ -131,6 +131,18 @@ def refresh(
     return True
 
 
+def refresh_after_change(engine: Engine, scopes: Scopes, settings: ServerSettings) -> bool:
+    """Refresh after a change that is already recorded (a final mark, a hidden run, a revoke):
+    a failure here (a busy database) must not report the change as failed, so it is logged,
+    and the workers' next idle poll refreshes the board instead. ``False`` when it failed."""
+    try:
+        refresh(engine, scopes, settings)
+    except Exception as exc:
+        log.warning("leaderboard not refreshed now (%s); a scoring worker will do it", exc)
+        return False
+    return True
+
+
 def refresh_home(root: Any) -> None:
     """Refresh the board of the server home ``root`` (the admin commands' changes)."""
     from searchtome.dataset.loader import load
@@ -140,6 +152,6 @@ def refresh_home(root: Any) -> None:
     home = open_home(root)
     engine = make_engine(home.settings.db, home.settings.busy_timeout_ms)
     try:
-        refresh(engine, Scopes.of(load(home.public), home.settings), home.settings)
+        refresh_after_change(engine, Scopes.of(load(home.public), home.settings), home.settings)
     finally:
         engine.dispose()

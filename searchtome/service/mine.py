@@ -78,7 +78,9 @@ async def post_hidden(request: Request) -> Response:
         raise HTTPException(404, f"no submission {public_id!r} of team {team.name!r}") from None
     except SearchTomeError as exc:
         raise HTTPException(409, str(exc)) from None
-    await run_in_threadpool(cache.refresh, service.engine, service.scopes, service.settings)
+    await run_in_threadpool(
+        cache.refresh_after_change, service.engine, service.scopes, service.settings
+    )
     return JSONResponse({"id": public_id, "hidden": hidden})
 
 

@@ -131,3 +131,27 @@ def test_two_workers_take_turns_to_refresh_the_board(tmp_path) -> None:
         conn.execute(cache.flags.update().values(value=old))
     assert cache._take_turn(engine, "worker-b")
     engine.dispose()
+
+
+def test_a_refresh_after_a_recorded_change_never_fails_the_change(release, tmp_path) -> None:
+    import sqlite3
+
+    from searchtome.service import cache
+    from searchtome.service.db import make_engine, migrate, sqlite_url
+
+    _root, public, _private = release
+    settings = ServerSettings(split="test", permutations=100, bootstrap=50, secret="33" * 32)
+    scopes = Scopes.of(load(public), settings)
+    engine = make_engine(sqlite_url(tmp_path / "locked.db"), busy_timeout_ms=100)
+    migrate(engine)
+    holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        assert cache.refresh_after_change(engine, scopes, settings) is False  # logged, not raised
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert cache.refresh_after_change(engine, scopes, settings) is True
+    with engine.connect() as conn:
+        assert cache.stored(conn) is not None
+    engine.dispose()
