@@ -101,6 +101,8 @@ def test_a_database_of_another_schema_version_is_refused(release) -> None:
     engine.dispose()
     done = cli("server", "list", "--home", str(home))
     assert done.returncode == 1 and "schema version" in done.stderr
+    done = cli("server", "migrate", "--home", str(home))  # never downgrades a newer one
+    assert done.returncode == 1 and "newer than this searchtome" in done.stderr
 
 
 def test_add_team_in_bulk_is_one_transaction(release, tmp_path) -> None:
