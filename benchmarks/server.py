@@ -1,18 +1,27 @@
-"""The scoring service under load: N participants uploading real 1,758-query Whole Child runs.
+"""The scoring service under load: N teams uploading real 1,758-query Whole Child runs at once.
 
-    python benchmarks/server.py [--participants 8] [--uploads 2] [--public data/wc-blind]
+    python benchmarks/server.py [--burst 200] [--stored 1000] [--public data/wc-blind]
+    python benchmarks/server.py --burst 200 --code /tmp/main-checkout   # the same, older code
 
 The blind release comes from ``searchtome import repro ../shared/peer/whole-child --blind test
 --out data/wc-blind`` (it writes ``data/wc-blind-private`` beside it). The runs are the committed
-submissions under ``submissions/`` renamed to the release's public query ids. Two set-ups, each a
-real ``searchtome server run`` on 127.0.0.1: 1 web + 1 worker on SQLite, 2 web + 2 workers on a
-PostgreSQL server started for the run (Debian's package). Each participant is a thread with its
-own team token uploading ``--uploads`` runs one after the other, all participants at once.
+submissions under ``submissions/`` renamed to the release's public query ids, gzip-compressed.
+Two set-ups, each a real ``searchtome server run`` on 127.0.0.1: 1 web + 1 worker on SQLite, 2
+web + 2 workers on a PostgreSQL server started for the run (Debian's package). Each of the
+``--burst`` teams is a thread with its own token: all upload one run at the same instant and,
+once every upload is answered, poll their status once a second (as ``submit --wait`` does)
+until it is scored.
 
-Printed per set-up: uploads accepted per second (upload phase), time from the start of an upload
-to its score (p50, p99), peak RSS of the server's processes together (sum of each one's peak),
-and as a reference measured in the same run, the time to validate and score one run in-process:
-the ratio p50 / reference is the overhead of queueing, HTTP and the database.
+Printed per set-up: accepted uploads per second and scored per second (from the start of the
+burst; a run is scored at the worker's ``scored_at``), time to the 202 and to scored (p50,
+p99), CPU seconds of the web processes per upload (from the burst's start to its last 202, no
+polls yet) and per status poll (the polling phase), and of the scoring workers per job (read from /proc, so a shared machine still gives comparable
+figures), peak RSS of all server processes together (the sum of each one's peak), and lost
+uploads (sent but never scored: must be 0); then the PostgreSQL / SQLite ratio. After the burst,
+``--stored`` scored runs are added to the database (copies of the burst's scores) and the
+medians of ``GET /api/submissions/{id}`` and ``GET /`` are measured with that history, the
+board refreshed first. ``--code DIR`` runs the servers from another checkout's ``searchtome``
+(the "before" figures), with the same client and the same machine.
 """
 
 from __future__ import annotations
@@ -22,46 +31,73 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from searchtome.dataset.blind import rename_run, with_private  # noqa: E402
 from searchtome.dataset.loader import load  # noqa: E402
-from searchtome.service.checks import pack_scores, validate  # noqa: E402
+from searchtome.service.checks import pack_scores  # noqa: E402
 from searchtome.service.client import Server as Client  # noqa: E402
-from searchtome.submissions import Limits, read_submission, write_submission  # noqa: E402
-from tests.service.helpers import Server, add_team, init_home, postgres, wait_until  # noqa: E402
+from searchtome.submissions import (  # noqa: E402
+    read_submission,
+    validate_submission,
+    write_submission,
+)
+from tests.service.helpers import Server, postgres, wait_until  # noqa: E402
 
 SYSTEMS = ("bm25", "bm25-plain", "dpr", "hybrid", "navtree", "stair", "dsi", "zeroshot-llm")
+CLOCK = os.sysconf("SC_CLK_TCK")
+SIZES: list[int] = []
 
 
-def runs(private: Path, out: Path) -> list[Path]:
-    """The committed Whole Child runs in the blind release's public ids, one folder each."""
+def runs(public: Path, private: Path, out: Path, ids: int, gz: bool) -> list[Path]:
+    """The committed Whole Child runs in the blind release's public ids, one folder each, each
+    ranking filled up to ``ids`` ids (the run's own first, then the book's other leaves) with
+    descending scores: 100 ids make the 5.2 MB JSON-lines files of issue 39."""
+    from searchtome.runs import Run
+
+    leaves = sorted(leaf.leaf_id for leaf in load(public).leaves())
     folders = []
     for name in SYSTEMS:
         src = ROOT / "submissions" / name
         if not (src / "meta.json").is_file():
             continue
         sub = rename_run(read_submission(src), private)
+        rankings, scores = {}, {}
+        for qid, ranking in sub.run.rankings.items():
+            seen = set(ranking)
+            full = list(ranking) + [leaf for leaf in leaves if leaf not in seen]
+            rankings[qid] = tuple(full[:ids])
+            scores[qid] = tuple(round(1.0 - k / 1000, 4) for k in range(len(rankings[qid])))
+        run = Run(name, rankings, scores)
         folder = out / name
-        write_submission(folder, sub.run, {**sub.meta, "system": name}, compress=True)
+        write_submission(folder, run, {**sub.meta, "system": name}, compress=gz)
         folders.append(folder)
+        SIZES.append(next(folder.glob("predictions.*")).stat().st_size)
     return folders
 
 
-def reference_seconds(public: Path, private: Path, folder: Path) -> float:
+def reference_cpu(public: Path, private: Path, folder: Path) -> float:
+    """CPU seconds to validate and score one run in-process: the worker's floor."""
     full = with_private(load(public), private)
-    start = time.perf_counter()
-    report, error = validate(folder, full, "test", Limits())
-    assert error is None, error
+    start = time.process_time()
+    report = validate_submission(folder, full, "test")
+    assert report.ok, report.lines()[:3]
     pack_scores(report, full, "test")
-    return time.perf_counter() - start
+    return time.process_time() - start
+
+
+# -- processes -----------------------------------------------------------------------------------
 
 
 def descendants(pid: int) -> list[int]:
@@ -70,8 +106,42 @@ def descendants(pid: int) -> list[int]:
         p = todo.pop()
         out.append(p)
         for task in Path(f"/proc/{p}/task").glob("*/children"):
-            todo += [int(c) for c in task.read_text().split()]
+            try:
+                todo += [int(c) for c in task.read_text().split()]
+            except FileNotFoundError:
+                continue
     return out
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK  # utime + stime
+
+
+def roles(pid: int) -> dict[int, str]:
+    """Each server process: ``web`` or ``worker``. Workers are forked by ``server run`` (the
+    same command line); extra web processes are spawned by uvicorn (``spawn_main``)."""
+    main_cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    out = {}
+    for p in descendants(pid):
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes()
+        except FileNotFoundError:
+            continue
+        if b"resource_tracker" in cmd:
+            continue
+        out[p] = "worker" if p != pid and cmd == main_cmd else "web"
+    return out
+
+
+def cpu_by_role(pid: int) -> dict[str, float]:
+    totals = {"web": 0.0, "worker": 0.0}
+    for p, role in roles(pid).items():
+        totals[role] += cpu_seconds(p)
+    return totals
 
 
 def peak_mib(pid: int) -> float:
@@ -85,129 +155,306 @@ def peak_mib(pid: int) -> float:
     return total / 1024
 
 
-def unlimited(home: Path) -> None:
-    """All participants share 127.0.0.1 here: lift the per-address rate limit."""
+# -- set-up --------------------------------------------------------------------------------------
+
+
+def searchtome(code: Path | None, *args: str) -> str:
+    """``searchtome ARGS`` in a subprocess running ``code``'s package (or this checkout's)."""
+    env = {**os.environ, "PYTHONPATH": str(code or ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "searchtome", *args, "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(code or ROOT),
+    )
+    if done.returncode:
+        raise RuntimeError(f"searchtome {' '.join(args)}: {done.stderr.strip()[-500:]}")
+    return done.stdout
+
+
+def make_home(
+    code: Path | None, home: Path, public: Path, private: Path, teams: int, db: str | None
+) -> list[str]:
+    extra = ["--db", db] if db else []
+    searchtome(code, "server", "init", "--home", str(home), "--public", str(public),
+               "--private", str(private), "--daily-limit", "5", *extra)  # fmt: skip
     path = home / "server.json"
     settings = json.loads(path.read_text())
-    settings["requests_per_minute"] = 10**9
+    settings["requests_per_minute"] = 10**9  # every team shares 127.0.0.1 here
     path.write_text(json.dumps(settings))
+    names = [f"team{i}" for i in range(teams)]
+    try:  # the bulk form, one transaction
+        out = searchtome(
+            code, "server", "add-team", "--home", str(home), *names, "--from", "/dev/null"
+        )
+        return [line.split("\t")[1] for line in out.splitlines()]
+    except RuntimeError:  # an older searchtome: one team a command
+        return [
+            searchtome(code, "server", "add-team", "--home", str(home), n).strip() for n in names
+        ]
 
 
-def load_run(
-    home: Path, folders: list[Path], participants: int, uploads: int, web: int, workers: int
-) -> dict[str, float]:
-    unlimited(home)
-    tokens = [add_team(home, f"team{i}") for i in range(participants)]
-    with Server(home, workers=workers, web=web) as server:
-        started: dict[str, float] = {}
-        token_of: dict[str, str] = {}
-        lock = threading.Lock()
-        barrier = threading.Barrier(participants)
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
-        def participant(i: int) -> None:
-            client = Client(server.url, tokens[i])
-            barrier.wait()
-            for k in range(uploads):
-                folder = folders[(i + k) % len(folders)]
-                t0 = time.perf_counter()
-                reply = client.upload(folder / "predictions.jsonl.gz", folder / "meta.json")
-                with lock:
-                    started[reply["id"]] = t0
-                    token_of[reply["id"]] = tokens[i]
 
+# -- the burst -----------------------------------------------------------------------------------
+
+
+def scored_times(db: str, ids: list[str], t0: float) -> list[float]:
+    """Seconds from the burst's start to each run's ``scored_at`` (the worker's own clock)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db)
+    with engine.connect() as conn:
+        found = conn.execute(
+            sa.text("SELECT public_id, scored_at FROM submissions WHERE state = 'scored'")
+        ).all()
+    engine.dispose()
+    wanted = set(ids)
+    return [at - t0 for public_id, at in found if public_id in wanted]
+
+
+def burst(server: Server, tokens: list[str], folders: list[Path], db: str) -> dict[str, Any]:
+    """Every team uploads at once; once all are accepted, each polls once a second."""
+    n = len(tokens)
+    to_202: dict[int, float] = {}
+    ids: dict[int, str] = {}
+    failures: list[str] = []
+    polls = [0] * n
+    start, accepted = threading.Barrier(n + 1), threading.Barrier(n + 1)
+
+    def team(i: int) -> None:
+        client = Client(server.url, tokens[i], timeout=900)
+        folder = folders[i % len(folders)]
+        start.wait()
         t0 = time.perf_counter()
-        threads = [threading.Thread(target=participant, args=(i,)) for i in range(participants)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        upload_wall = time.perf_counter() - t0
-        done: dict[str, float] = {}
+        try:
+            preds = next(folder.glob("predictions.*"))
+            ids[i] = client.upload(preds, folder / "meta.json")["id"]
+            to_202[i] = time.perf_counter() - t0
+        except Exception as exc:  # a lost upload, counted and shown
+            failures.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            accepted.wait(timeout=3600)
+        while i in ids:
+            time.sleep(1.0)
+            polls[i] += 1
+            state = client.request("GET", f"/api/submissions/{ids[i]}")
+            if state["state"] in ("rejected", "failed"):
+                failures.append(f"{state['state']}: {state.get('error')}")
+            if state["state"] in ("scored", "rejected", "failed"):
+                return
 
-        def all_scored() -> bool:
-            for public_id in started:
-                if public_id in done:
-                    continue
-                body = Client(server.url, token_of[public_id]).request(
-                    "GET", f"/api/submissions/{public_id}"
-                )
-                if body["state"] == "scored":
-                    done[public_id] = time.perf_counter()
-                elif body["state"] in ("rejected", "failed"):
-                    raise AssertionError(body)
-            return len(done) == len(started)
-
-        wait_until(all_scored, 1800)
-        board_t = time.perf_counter()
-        Client(server.url, tokens[0]).request("GET", "/api/leaderboard")
-        board_s = time.perf_counter() - board_t
-        latencies = sorted(done[i] - started[i] for i in started)
-        memory = peak_mib(server.proc.pid)
-    n = len(latencies)
+    threads = [threading.Thread(target=team, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    cpu0 = cpu_by_role(server.proc.pid)
+    start.wait()
+    t0, t0_wall = time.perf_counter(), time.time()
+    accepted.wait(timeout=3600)
+    accepted_wall = time.perf_counter() - t0
+    cpu1 = cpu_by_role(server.proc.pid)
+    for t in threads:
+        t.join(timeout=3600)
+    cpu2 = cpu_by_role(server.proc.pid)
+    to_scored = scored_times(db, list(ids.values()), t0_wall)
     return {
         "uploads": n,
-        "accepted_per_s": n / upload_wall,
-        "p50_s": statistics.median(latencies),
-        "p99_s": latencies[min(n - 1, round(0.99 * (n - 1)))],
-        "peak_rss_mib": memory,
-        "leaderboard_s": board_s,
+        "accepted_per_s": len(to_202) / accepted_wall,
+        "scored_per_s": len(to_scored) / max(to_scored, default=float("nan")),
+        "p50_202_s": percentile(list(to_202.values()), 0.5),
+        "p99_202_s": percentile(list(to_202.values()), 0.99),
+        "p50_scored_s": percentile(to_scored or [float("nan")], 0.5),
+        "p99_scored_s": percentile(to_scored or [float("nan")], 0.99),
+        "web_cpu_per_upload_s": (cpu1["web"] - cpu0["web"]) / n,
+        "web_cpu_per_poll_ms": 1000 * (cpu2["web"] - cpu1["web"]) / max(1, sum(polls)),
+        "worker_cpu_per_job_s": (cpu2["worker"] - cpu0["worker"]) / n,
+        "peak_rss_mib": peak_mib(server.proc.pid),
+        "lost": n - len(to_scored),
+        "failures": failures[:3],
+        "ids": list(ids.values()),
+        "tokens": {ids[i]: tokens[i] for i in ids},
     }
 
 
+# -- history -------------------------------------------------------------------------------------
+
+
+def add_history(db: str, stored: int) -> None:
+    """``stored`` more scored runs: copies of the stored ones' rows and uploads, new ids."""
+    import secrets
+
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db)
+    with engine.begin() as conn:
+        meta = sa.MetaData()
+        subs = sa.Table("submissions", meta, autoload_with=conn)
+        uploads = (
+            sa.Table("uploads", meta, autoload_with=conn)
+            if sa.inspect(conn).has_table("uploads")
+            else None
+        )
+        rows = [
+            dict(r._mapping) for r in conn.execute(sa.select(subs).where(subs.c.state == "scored"))
+        ]
+        blobs = {}
+        if uploads is not None:
+            blobs = {r.submission_id: dict(r._mapping) for r in conn.execute(sa.select(uploads))}
+        for k in range(stored):
+            row = dict(rows[k % len(rows)])
+            source = row.pop("id")
+            row.update(public_id=secrets.token_hex(8), final=False, day="2000-01-01")
+            new_id = conn.execute(subs.insert().values(**row)).inserted_primary_key[0]
+            if uploads is not None:
+                conn.execute(uploads.insert().values({**blobs[source], "submission_id": new_id}))
+    engine.dispose()
+
+
+def median_ms(call: Callable[[], Any], times: int = 30) -> float:
+    call()  # warm
+    samples = []
+    for _ in range(times):
+        t0 = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def reads(server: Server, result: dict[str, Any], timeout: float) -> dict[str, float]:
+    """Medians of a status poll and of the page, once the board holds the history."""
+    public_id = result["ids"][0]
+    token = result["tokens"][public_id]
+    client = Client(server.url, token)
+
+    def board_current() -> bool:
+        with urllib.request.urlopen(server.url + "/api/leaderboard", timeout=600) as r:
+            return len(json.loads(r.read())["public"]["rows"]) >= result["expected_rows"]
+
+    t0 = time.perf_counter()
+    wait_until(board_current, timeout)
+    settled = time.perf_counter() - t0
+
+    def page() -> None:
+        with urllib.request.urlopen(server.url + "/", timeout=600) as r:
+            r.read()
+
+    return {
+        "board_ready_s": settled,
+        "status_ms": median_ms(lambda: client.request("GET", f"/api/submissions/{public_id}")),
+        "page_ms": median_ms(page),
+    }
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+
+def setup_run(
+    args: argparse.Namespace, work: Path, folders: list[Path], name: str, db: str | None,
+    web: int, workers: int,
+) -> dict[str, Any]:  # fmt: skip
+    home = work / name
+    tokens = make_home(args.code, home, args.public, args.private, args.burst, db)
+    env = {"PYTHONPATH": str(args.code or ROOT)}
+    os.chdir(work)  # `python -m` puts the working folder first on the path: not a checkout
+    url = db or f"sqlite:///{home / 'server.db'}"
+    with Server(home, workers=workers, web=web, env=env) as server:
+        result = burst(server, tokens, folders, url)
+        if args.stored:
+            add_history(url, args.stored)
+            result["expected_rows"] = args.burst + args.stored
+            result.update(reads(server, result, timeout=args.board_timeout))
+        result["peak_rss_mib"] = peak_mib(server.proc.pid)
+    return result
+
+
+def table(results: dict[str, dict[str, Any]], stored: int) -> list[str]:
+    stored += next(iter(results.values()))["uploads"] if results else 0  # the burst's own
+    lines = [
+        "| set-up | uploads | accepted/s | scored/s | to 202 p50 / p99 | to scored p50 / p99 "
+        "| web CPU / upload | web CPU / poll | worker CPU / job | peak RSS, all | lost "
+        f"| GET /api/submissions/ID, {stored:,} runs | GET /, {stored:,} runs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        lines.append(
+            f"| {name} | {r['uploads']} | {r['accepted_per_s']:.2f} | {r['scored_per_s']:.2f} "
+            f"| {r['p50_202_s']:.1f} / {r['p99_202_s']:.1f} s "
+            f"| {r['p50_scored_s']:.1f} / {r['p99_scored_s']:.1f} s "
+            f"| {r['web_cpu_per_upload_s']:.3f} s | {r['web_cpu_per_poll_ms']:.1f} ms "
+            f"| {r['worker_cpu_per_job_s']:.3f} s "
+            f"| {r['peak_rss_mib']:.0f} MiB | {r['lost']} "
+            f"| {r.get('status_ms', float('nan')):.1f} ms | {r.get('page_ms', float('nan')):.1f} ms |"
+        )
+    return lines
+
+
 def main() -> int:
+    os.environ["SEARCHTOME_NO_PROGRESS"] = "1"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--participants", type=int, default=8)
-    parser.add_argument("--uploads", type=int, default=2, help="uploads per participant")
+    parser.add_argument("--burst", type=int, default=200, help="teams uploading at once (200)")
+    parser.add_argument("--stored", type=int, default=0, help="runs added before the reads (0)")
     parser.add_argument("--public", type=Path, default=ROOT / "data" / "wc-blind")
     parser.add_argument("--private", type=Path, default=None)
+    parser.add_argument("--ids", type=int, default=100, help="ids per ranking (100)")
+    parser.add_argument("--gzip", action="store_true", help="upload .jsonl.gz (default: .jsonl)")
+    parser.add_argument("--code", type=Path, default=None, help="checkout whose server runs")
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--board-timeout", type=float, default=1800.0)
     args = parser.parse_args()
-    private = args.private or args.public.with_name(args.public.name + "-private")
-    if not args.public.is_dir() or not private.is_dir():
+    args.public = args.public.resolve()
+    args.private = (args.private or args.public.with_name(args.public.name + "-private")).resolve()
+    args.code = args.code.resolve() if args.code else None
+    if not args.public.is_dir() or not args.private.is_dir():
         print(
             f"{args.public}: missing; run searchtome import repro ../shared/peer/whole-child "
             "--blind test --out data/wc-blind",
             file=sys.stderr,
         )
         return 2
+    load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="searchtome-bench-server-"))
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     try:
-        folders = runs(private, work / "runs")
-        reference = reference_seconds(args.public, private, folders[0])
-        limit = str(args.uploads + 1)
-        home = work / "sqlite"
-        init_home(home, args.public, private, "--daily-limit", limit)
-        results["SQLite, 1 web + 1 worker"] = load_run(
-            home, folders, args.participants, args.uploads, 1, 1
-        )
+        folders = runs(args.public, args.private, work / "runs", args.ids, args.gzip)
+        reference = reference_cpu(args.public, args.private, folders[0])
+        if not args.no_sqlite:
+            results["SQLite, 1 web + 1 worker"] = setup_run(
+                args, work, folders, "sqlite", None, 1, 1
+            )
         if not args.no_postgres:
             with postgres() as url:
-                home = work / "pg"
-                init_home(home, args.public, private, "--daily-limit", limit, "--db", url)
-                results["PostgreSQL, 2 web + 2 workers"] = load_run(
-                    home, folders, args.participants, args.uploads, 2, 2
+                results["PostgreSQL, 2 web + 2 workers"] = setup_run(
+                    args, work, folders, "pg", url, 2, 2
                 )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    load1 = os.getloadavg()
+    load_after = os.getloadavg()
+    code = args.code or ROOT
+    sizes = f"{min(SIZES) / 1e6:.1f}-{max(SIZES) / 1e6:.1f} MB"
     print(
-        f"{args.participants} participants x {args.uploads} uploads of {len(folders)} real "
-        f"1,758-query runs; load average {load1[0]:.1f} / {load1[1]:.1f} on {os.cpu_count()} CPUs"
+        f"{args.burst} teams x 1 upload of {len(folders)} real 1,758-query runs "
+        f"({args.ids} ids, {sizes}) at once, server "
+        f"code {code}; load average {load_before[0]:.1f} before, {load_after[0]:.1f} / "
+        f"{load_after[1]:.1f} / {load_after[2]:.1f} after, on {os.cpu_count()} CPUs"
     )
-    print(f"reference: validate + score one run in-process: {reference:.2f} s")
-    print(
-        "| set-up | uploads | accepted/s | p50 to scored | p99 to scored | p50 / reference "
-        "| peak RSS (all server processes) | GET /api/leaderboard |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    for name, r in results.items():
+    print(f"reference: validate + score one run in-process: {reference:.2f} s CPU")
+    print("\n".join(table(results, args.stored)))
+    if len(results) == 2:
+        sq, pg = results.values()
         print(
-            f"| {name} | {r['uploads']:.0f} | {r['accepted_per_s']:.2f} | {r['p50_s']:.2f} s "
-            f"| {r['p99_s']:.2f} s | {r['p50_s'] / reference:.1f}x | {r['peak_rss_mib']:.0f} MiB "
-            f"| {r['leaderboard_s']:.2f} s |"
+            f"PostgreSQL 2+2 / SQLite 1+1: scored/s {pg['scored_per_s'] / sq['scored_per_s']:.2f}x, "
+            f"p99 to scored {pg['p99_scored_s'] / sq['p99_scored_s']:.2f}x"
         )
-    print(json.dumps(results))
+    for name, r in results.items():
+        for failure in r["failures"]:
+            print(f"{name}: lost upload: {failure}")
+    print(json.dumps({k: {m: v for m, v in r.items() if m not in ("ids", "tokens")}
+                      for k, r in results.items()}))  # fmt: skip
     return 0
 
 

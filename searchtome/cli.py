@@ -91,6 +91,10 @@ COMMANDS: Registry[Callable[[Any], None]] = Registry(
             "searchtome.commands.submit:register",
             "upload a submission to a scoring service",
         ),
+        "submissions": (
+            "searchtome.commands.submissions:register",
+            "list your team's runs on a scoring service; hide or show one",
+        ),
     },
 )
 

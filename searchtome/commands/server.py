@@ -19,7 +19,8 @@ D = ServerSettings()  # help texts read the defaults from the settings' fields
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``searchtome server init|add-team|revoke|list|run|worker|reveal|phase|log|requeue|rescore``."""
+    """Add ``searchtome server init|add-team|revoke|list|run|worker|migrate|reveal|phase|log|
+    requeue|rescore``."""
     p = subparsers.add_parser(
         "server",
         help="a scoring service for a blind release (organiser side)",
@@ -97,8 +98,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     init.set_defaults(func=_init)
 
-    add = sub.add_parser("add-team", parents=[home], help="create a team; prints its token once")
-    add.add_argument("name", help="team name: letters, digits, . _ -")
+    add = sub.add_parser("add-team", parents=[home], help="create teams; prints each token once")
+    add.add_argument("names", nargs="*", metavar="NAME", help="team names: letters, digits, . _ -")
+    add.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="also the names in FILE, one a line (blank lines and # comments skipped)",
+    )
     add.set_defaults(func=_add_team)
     revoke = sub.add_parser(
         "revoke", parents=[home], help="revoke a team's token and hide its runs"
@@ -118,6 +125,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     worker = sub.add_parser("worker", parents=[home], help="one scoring worker alone")
     worker.add_argument("--once", action="store_true", help="stop when the queue is empty")
     worker.set_defaults(func=_worker)
+    migrate = sub.add_parser(
+        "migrate", parents=[home], help="upgrade SRV's database to this version's schema"
+    )
+    migrate.set_defaults(func=_migrate)
     reveal = sub.add_parser("reveal", parents=[home], help="show the private part's scores")
     reveal.add_argument("--undo", action="store_true", help="hide them again")
     reveal.set_defaults(func=_reveal)
@@ -323,28 +334,51 @@ def record(engine: Engine, root: Path, kind: Event, subject: str | None, message
     add(engine, root, kind, subject, message)
 
 
-def _add_team(args: argparse.Namespace) -> int:
-    from searchtome.service.store import add_team
+def _team_names(args: argparse.Namespace) -> list[str]:
+    names = list(args.names)
+    if args.from_file:
+        path = Path(args.from_file)
+        if not path.is_file():
+            raise SearchTomeError(f"{path}: no such file; give one team name a line")
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                names.append(line.strip())
+    if not names:
+        raise SearchTomeError("add-team: give one or more NAMEs or --from FILE")
+    return names
 
-    engine = _engine(args)
-    token = add_team(engine, args.name)
-    record(engine, Path(args.home), Event.TEAM_ADDED, args.name, "team added; token handed out")
-    print(token)
+
+def _add_team(args: argparse.Namespace) -> int:
     import sys
 
+    from searchtome.service.store import add_teams
+
+    names = _team_names(args)
+    engine = _engine(args)
+    added = add_teams(engine, names)
+    for name, _token in added:
+        record(engine, Path(args.home), Event.TEAM_ADDED, name, "team added; token handed out")
+    if len(added) == 1 and not args.from_file:  # one name: the token alone, as scripts read it
+        print(added[0][1])
+    else:
+        for name, token in added:
+            print(f"{name}\t{token}")
     print(
-        f"team {args.name!r} added; the token above is shown once: hand it to the team",
+        f"{len(added)} team{'s' if len(added) > 1 else ''} added; each token is shown once: "
+        "hand it to its team",
         file=sys.stderr,
     )
     return 0
 
 
 def _revoke(args: argparse.Namespace) -> int:
+    from searchtome.service.cache import refresh_home
     from searchtome.service.store import revoke_team
 
     engine = _engine(args)
     revoke_team(engine, args.name)
     record(engine, Path(args.home), Event.TEAM_REVOKED, args.name, "token revoked, runs hidden")
+    refresh_home(args.home)
     print(f"team {args.name!r} revoked: its token no longer works and its runs are hidden")
     return 0
 
@@ -364,20 +398,49 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _reveal(args: argparse.Namespace) -> int:
+    from searchtome.service.cache import refresh_home
     from searchtome.service.organiser import frozen_ranking, reveal
 
     engine = _engine(args)
     reveal(engine, Path(args.home), args.undo)
+    refresh_home(args.home)
     print("private scores hidden" if args.undo else "private scores revealed on the leaderboard")
     if not args.undo:
         print("\n".join(frozen_ranking(Path(args.home), engine)))
     return 0
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    from searchtome.service.db import current_version, make_engine, migrate
+    from searchtome.service.home import open_home
+
+    settings = open_home(args.home).settings
+    engine = make_engine(settings.db, settings.busy_timeout_ms)
+    with engine.connect() as conn:
+        before = current_version(conn)
+    after = migrate(engine)
+    engine.dispose()
+    if before == after:
+        print(f"{args.home}: database schema already at version {after}")
+    else:
+        print(f"{args.home}: database schema upgraded from version {before} to {after}")
+    return 0
+
+
+def _log_jobs() -> None:
+    """The service's INFO lines (each job's claim and finish, board refreshes) by default."""
+    import logging
+
+    service = logging.getLogger("searchtome.service")
+    if service.getEffectiveLevel() > logging.INFO:
+        service.setLevel(logging.INFO)
+
+
 def _worker(args: argparse.Namespace) -> int:
     from searchtome.service.home import open_home
     from searchtome.service.worker import Worker
 
+    _log_jobs()
     Worker(open_home(args.home)).serve(once=args.once)
     return 0
 
@@ -399,6 +462,7 @@ def _run(args: argparse.Namespace) -> int:
     _engine(args).dispose()  # checks the schema; no connection crosses the fork below
     _check_port(args.host, args.port)
     service_logging()
+    _log_jobs()
     # Workers are forked from this process (they start with its imports done) and watched.
     workers = Supervisor(args.workers, run_forked, (str(home.root.resolve()), os.getpid()))
     workers.start()

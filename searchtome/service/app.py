@@ -16,8 +16,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import shutil
-import tempfile
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -37,9 +35,9 @@ from starlette.routing import Route
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.html_assets import CSS as LEADERBOARD_CSS
-from searchtome.service import admission, page, standings, store
+from searchtome.service import admission, cache, mine, page, standings, store
 from searchtome.service.board import Scopes, runs_from_rows
-from searchtome.service.checks import predictions_name, submission_folder, system_name, validate
+from searchtome.service.checks import predictions_name, quick_check, system_name
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
 from searchtome.service.guard import Clock, RevokedTeams, SmallBodies, TeamSlots, clocked
 from searchtome.service.health import health
@@ -125,14 +123,14 @@ class Service:
         self.team_slots = TeamSlots(self.settings.team_uploads)
         self.revoked = RevokedTeams(self.engine)
         self.board_lock = asyncio.Lock()
-        self.board: tuple[Any, dict[str, Any]] | None = None
+        self.board: tuple[str, str] | None = None  # (key, JSON) of the stored board
+        self.page: tuple[Any, str] | None = None  # (board key and phase status, HTML)
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
         self.templates.filters.update(
             pct=page.pct, signed=page.signed, ci_scale=page.ci_scale, ci_glyph=page.ci_glyph
         )
-        self.scratch = Path(tempfile.mkdtemp(prefix="searchtome-uploads-"))
 
     # -- helpers --
 
@@ -147,37 +145,60 @@ class Service:
             raise Refused(401, "unknown or revoked token; ask the organisers for a new one")
         return team
 
-    def _compute_board(self) -> tuple[Any, dict[str, Any]]:
-        if self.settings.public_scores == ScoreMode.LADDER:
-            standings.settle(self.engine, self.scopes, self.settings.ladder_margin)
-        with self.engine.connect() as conn:
-            key = (store.board_key(conn), standings.state_key(conn, time.time()))
-            if self.board is not None and self.board[0] == key:
-                return self.board
-            rows = store.scored_rows(conn)
-            revealed = store.get_flag(conn, store.REVEALED) == "yes"
-            ctx = standings.read_context(conn)
-        runs = runs_from_rows(rows)
-        return key, standings.competition_board(runs, ctx, self.scopes, self.settings, revealed)
-
     def phases(self) -> list[page.PhaseView]:
         """The competition's phases as the page shows them; none defined means always open."""
         with self.engine.connect() as conn:
             defined = load_phases(conn)
         return [page.PhaseView(p.name, p.start, p.end, p.final) for p in defined]
 
-    async def current_board(self) -> dict[str, Any]:
+    def _board(self) -> tuple[str, str]:
+        """The stored board's key and JSON text; computed here only when none is stored yet."""
+        with self.engine.connect() as conn:
+            key = cache.stored_key(conn)
+            if key is not None and self.board is not None and self.board[0] == key:
+                return self.board
+            found = cache.stored(conn)
+        if found is None:
+            found = cache.compute(self.engine, self.scopes, self.settings)
+            try:
+                cache.save(self.engine, found)
+            except sa.exc.OperationalError as exc:  # a locked or full database: serve it anyway
+                log.warning("could not store the leaderboard: %s", one_line(exc))
+        self.board = (found.key, found.document)
+        return self.board
+
+    async def current_board(self) -> str:
+        """The leaderboard JSON as stored (milliseconds: nothing is computed per request)."""
         async with self.board_lock:
-            self.board = await run_in_threadpool(self._compute_board)
-        return self.board[1]
+            return (await run_in_threadpool(self._board))[1]
+
+    def _page(self) -> str:
+        """The page, rendered once per stored board and phase status (the phases' dates and
+        the open/upcoming phase change the banner without changing the board)."""
+        key, document = self._board()
+        phases, now = self.phases(), time.time()
+        status = page.phase_status(phases, now)
+        view = (key, tuple(phases), status.current, status.upcoming, status.over)
+        if self.page is None or self.page[0] != view:
+            context = page.page_context(
+                self.settings, self.public.manifest.name or "SearchTome", json.loads(document),
+                phases=phases, now=now,
+            )  # fmt: skip
+            self.page = (view, self.templates.get_template("index.html").render(**context))
+        return self.page[1]
+
+    async def current_page(self) -> str:
+        async with self.board_lock:
+            return await run_in_threadpool(self._page)
 
 
 def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-async def _read_upload(service: Service, request: Request, into: Path) -> tuple[Path, bytes, str]:
-    """Stream the multipart body to ``into``; refuse it the moment it passes the cap."""
+async def _read_upload(service: Service, request: Request) -> tuple[bytes, bytes, str]:
+    """The multipart body's predictions bytes, meta bytes and file name; refused the moment the
+    body passes the cap."""
     cap = service.settings.upload_max_bytes
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > cap:
@@ -215,14 +236,8 @@ async def _read_upload(service: Service, request: Request, into: Path) -> tuple[
         )
         if len(meta_bytes) > MAX_META_BYTES:
             raise Refused(413, f"meta exceeds {MAX_META_BYTES:,} bytes")
-        head = await preds.read(2)
-        await preds.seek(0)
-        name = predictions_name(preds.filename, head)
-        target = into / name
-        with open(target, "wb") as fh:
-            while chunk := await preds.read(CHUNK):
-                fh.write(chunk)
-        return target, meta_bytes, name
+        data = await preds.read(cap + 1)
+        return data, meta_bytes, predictions_name(preds.filename, data[:2])
     finally:
         await form.close()
 
@@ -255,15 +270,14 @@ def _precheck(service: Service, team: store.Team) -> None:
 
 
 def _check_and_enqueue(
-    service: Service, team: store.Team, path: Path, meta: bytes, name: str
+    service: Service, team: store.Team, data: bytes, meta: bytes, name: str
 ) -> tuple[str, admission.Admission]:
-    split = service.settings.split
-    with submission_folder(meta, name, path, service.scratch) as folder:
-        report, problem = validate(folder, service.public, split, service.limits)
-        if problem:
-            left = admission.count_refusal(service.engine, team, service.policy)
-            raise Refused(422, problem, remaining=left.to_dict())
-        data = (folder / name).read_bytes()
+    """The cheap checks, then the queue; the scoring worker validates the whole upload (a run
+    it refuses is ``rejected``, and its quota slot counted as the organiser chose)."""
+    problem = quick_check(meta, name, data, service.limits)
+    if problem:
+        left = admission.count_refusal(service.engine, team, service.policy)
+        raise Refused(422, problem, remaining=left.to_dict())
     admit = admission.Admission(team, service.policy)
     try:
         public_id = store.enqueue(
@@ -273,7 +287,6 @@ def _check_and_enqueue(
             meta=meta.decode("utf-8"),
             predictions_name=name,
             predictions=data,
-            counts=report.counts.to_dict(),
             daily_limit=service.settings.daily_limit,
             admission=admit,
         )
@@ -308,15 +321,11 @@ async def post_submission(request: Request) -> Response:
     await run_in_threadpool(_precheck, service, team)
     with service.team_slots.hold(team.id, team.name):
         async with service.uploads:
-            tmp = Path(tempfile.mkdtemp(prefix="body-", dir=service.scratch))
-            try:
-                body = Request(request.scope, _clocked_body(service, team, request.receive))
-                path, meta, name = await _read_upload(service, body, tmp)
-                public_id, admit = await run_in_threadpool(
-                    _check_and_enqueue, service, team, path, meta, name
-                )
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+            body = Request(request.scope, _clocked_body(service, team, request.receive))
+            data, meta, name = await _read_upload(service, body)
+            public_id, admit = await run_in_threadpool(
+                _check_and_enqueue, service, team, data, meta, name
+            )
     log.info("upload %s accepted from team %s", public_id, team.name)
     reply = {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"}
     reply.update(phase=admit.phase, after_deadline=admit.late, remaining=_left(admit.left))
@@ -342,6 +351,7 @@ def _run_json(
         best = runs_from_rows([shown])[0] if shown is not None else None
         out.update(standings.run_view(run, best, ctx, service.scopes, service.settings, revealed))
     out["phase"] = ctx.entry(row.public_id).phase
+    out["hidden"] = bool(row.hidden)  # the team hid it from the board (POST .../hidden)
     return out
 
 
@@ -405,6 +415,10 @@ async def post_final(request: Request) -> Response:
         raise Refused(409, str(exc)) from None
     except SearchTomeError as exc:
         raise Refused(409, str(exc)) from None
+    # The mark changes the board: refreshed now, so readers never compute it.
+    await run_in_threadpool(
+        cache.refresh_after_change, service.engine, service.scopes, service.settings
+    )
     return JSONResponse({"id": public_id, "final": final})
 
 
@@ -415,26 +429,18 @@ def _frozen(service: Service) -> str | None:
 
 
 async def get_leaderboard(request: Request) -> Response:
-    return JSONResponse(await request.app.state.service.current_board())
+    document = await request.app.state.service.current_board()
+    return Response(document, media_type="application/json")
 
 
 async def index(request: Request) -> Response:
-    service: Service = request.app.state.service
-    board = await service.current_board()
-    context = page.page_context(
-        service.settings,
-        service.public.manifest.name or "SearchTome",
-        board,
-        phases=await run_in_threadpool(service.phases),
-        now=time.time(),
-    )
-    return HTMLResponse(service.templates.get_template("index.html").render(**context))
+    return HTMLResponse(await request.app.state.service.current_page())
 
 
 def _own_runs(service: Service, team: store.Team) -> dict[str, Any]:
     _settle(service)
     with service.engine.connect() as conn:
-        rows = store.team_runs(conn, team.id)
+        rows = store.team_rows(conn, team.id)[::-1]  # newest first
         revealed = store.get_flag(conn, store.REVEALED) == "yes"
         ctx = standings.read_context(conn)
         shown_ids = {ctx.entry(r.public_id).shown for r in rows} - {None}
@@ -514,8 +520,7 @@ def create_app(home: Home | None = None) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             yield
-        finally:  # the scratch folder of in-flight uploads
-            shutil.rmtree(service.scratch, ignore_errors=True)
+        finally:
             service.engine.dispose()
 
     app = Starlette(
@@ -532,6 +537,7 @@ def create_app(home: Home | None = None) -> Starlette:
             Route("/api/submissions", list_submissions, methods=["GET"]),
             Route("/api/submissions/{public_id:str}", get_submission),
             Route("/api/submissions/{public_id:str}/final", post_final, methods=["POST"]),
+            *mine.ROUTES,
         ],
         exception_handlers={
             Refused: on_refused,

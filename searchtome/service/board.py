@@ -10,10 +10,11 @@ does. Only aggregates leave this module: no per-query value, no query id.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from searchtome.leaderboard.comparison import OVERALL
 from searchtome.leaderboard.ranking import rank_key
 from searchtome.leaderboard.results import MAIN_MEASURES
 from searchtome.leaderboard.scoring import QueryTable, Scoreboard, SystemScores
-from searchtome.leaderboard.significance import CompareOptions, compare
+from searchtome.leaderboard.significance import CompareOptions, compare, holm
 from searchtome.service.checks import STORED_MEASURES, unpack_scores
 from searchtome.service.home import ServerSettings, private_queries
 from searchtome.service.shown import visible
@@ -125,33 +126,85 @@ def _ranked(board: Scoreboard, runs: Sequence[Run]) -> list[Run]:
     return sorted(runs, key=key)
 
 
-def _rows(board: Scoreboard, ranked: list[Run], settings: ServerSettings) -> list[dict[str, Any]]:
-    tests: dict[tuple[str, str], Any] = {}
-    if len(ranked) > 1:
+@dataclass
+class TestMemo:
+    """Each run's raw test against the top (diff, CI, unadjusted p per measure), reused.
+
+    A run's test depends only on its values, the top's, the scope and the test settings (the
+    sign vectors and resamples are drawn from the seed alone, shared by every pair), so a board
+    with one new run needs one new test, not one per run; only the Holm correction, which is
+    cheap, is redone over all of them. Keys carry digests of both runs' values, so a rescored
+    run is tested again.
+    """
+
+    raw: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+
+    def kept(self) -> dict[str, dict[str, list[float]]]:
+        """The entries the last board used: what is worth storing."""
+        return {k: v for k, v in self.raw.items() if k in self.used}
+
+
+def _digest(run: Run) -> str:
+    h = hashlib.sha256()
+    for m in MAIN_MEASURES:
+        h.update(np.ascontiguousarray(run.values[m], dtype=np.float64).tobytes())
+    return h.hexdigest()[:20]
+
+
+def _tests(
+    board: Scoreboard, ranked: list[Run], settings: ServerSettings, memo: TestMemo, scope: str
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every run's test against the top run, Holm-corrected per measure as ``compare`` does."""
+    top, rest = ranked[0], ranked[1:]
+    if not rest:
+        return {}
+    prefix = f"{scope}:{settings.permutations}:{settings.bootstrap}:{_digest(top)}:"
+    keys = {r.key: prefix + _digest(r) for r in rest}
+    missing = [r for r in rest if keys[r.key] not in memo.raw]
+    if missing:
         arrays = board.per_query_arrays(MAIN_MEASURES)
         report = compare(
-            {r.key: arrays[r.key] for r in ranked},
+            {r.key: arrays[r.key] for r in [top, *missing]},
             measures=list(MAIN_MEASURES),
             groups=board.groups(),
-            control=ranked[0].key,
+            control=top.key,
             options=CompareOptions(
                 permutations=settings.permutations, bootstrap=settings.bootstrap
             ),
         )
-        tests = {(t.b, t.measure): t for t in report.tests if t.scope == OVERALL}
+        for t in report.tests:
+            if t.scope == OVERALL:
+                memo.raw.setdefault(keys[t.b], {})[t.measure] = [t.diff, t.ci_low, t.ci_high, t.p]
+    memo.used.update(keys.values())
+    alpha = CompareOptions().alpha
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for m in MAIN_MEASURES:
+        adjusted = holm([memo.raw[keys[r.key]][m][3] for r in rest])
+        for r, p_adjusted in zip(rest, adjusted, strict=True):
+            diff, low, high, _p = memo.raw[keys[r.key]][m]
+            # the test's a is the top run: turn top - run into run - top
+            out[r.key, m] = {
+                "diff": -diff,
+                "ci_low": -high,
+                "ci_high": -low,
+                "p_adjusted": float(p_adjusted),
+                "significant": bool(p_adjusted < alpha),
+            }
+    return out
+
+
+def _rows(
+    board: Scoreboard,
+    ranked: list[Run],
+    settings: ServerSettings,
+    memo: TestMemo,
+    scope: str,
+) -> list[dict[str, Any]]:
+    tests = _tests(board, ranked, settings, memo, scope)
     rows = []
     for rank, r in enumerate(ranked, 1):
-        delta = {}
-        for m in MAIN_MEASURES:
-            t = tests.get((r.key, m))
-            if t is not None:  # the test's a is the top run: turn top - run into run - top
-                delta[m] = {
-                    "diff": -t.diff,
-                    "ci_low": -t.ci_high,
-                    "ci_high": -t.ci_low,
-                    "p_adjusted": t.p_adjusted,
-                    "significant": bool(t.significant),
-                }
+        delta = {m: tests[r.key, m] for m in MAIN_MEASURES if (r.key, m) in tests}
         rows.append(
             {
                 "rank": rank,
@@ -170,14 +223,20 @@ def _rows(board: Scoreboard, ranked: list[Run], settings: ServerSettings) -> lis
 
 
 def scope_board(
-    runs: Sequence[Run], scopes: Scopes, mask: np.ndarray, settings: ServerSettings
+    runs: Sequence[Run],
+    scopes: Scopes,
+    mask: np.ndarray,
+    settings: ServerSettings,
+    memo: TestMemo | None = None,
+    scope: str = "public",
 ) -> dict[str, Any]:
     """One scope's table: ranked rows with aggregates and the tests against the top."""
     out: dict[str, Any] = {"n_queries": int(mask.sum()), "rows": []}
     if not runs or not mask.any():
         return out
     board = _scoreboard(runs, scopes, mask)
-    out["rows"] = _rows(board, _ranked(board, runs), settings)
+    ranked = _ranked(board, runs)
+    out["rows"] = _rows(board, ranked, settings, memo or TestMemo(), scope)
     out["domains"] = sorted(set(scopes.domains[mask].tolist()))
     return out
 
@@ -211,9 +270,17 @@ def best_per_team(runs: Sequence[Run], scopes: Scopes) -> list[Run]:
 
 
 def leaderboard(
-    runs: Sequence[Run], scopes: Scopes, settings: ServerSettings, revealed: bool
+    runs: Sequence[Run],
+    scopes: Scopes,
+    settings: ServerSettings,
+    revealed: bool,
+    memo: TestMemo | None = None,
 ) -> dict[str, Any]:
-    """The ``/api/leaderboard`` object: the public scope, and the private one once revealed."""
+    """The ``/api/leaderboard`` object: the public scope, and the private one once revealed.
+
+    ``memo`` holds the tests of an earlier board; those still valid are reused, and it is left
+    holding this board's tests (see :class:`TestMemo`)."""
+    memo = memo if memo is not None else TestMemo()
     out: dict[str, Any] = {
         "format": "searchtome-service-leaderboard-v1",
         "split": settings.split,
@@ -229,10 +296,13 @@ def leaderboard(
             scopes,
             ~scopes.private,
             settings,
+            memo,
+            "public",
         ),
     }
     if revealed and scopes.private.any():
-        out["private"] = scope_board(final_runs(runs, scopes), scopes, scopes.private, settings)
+        finals = final_runs(runs, scopes)
+        out["private"] = scope_board(finals, scopes, scopes.private, settings, memo, "private")
     return out
 
 

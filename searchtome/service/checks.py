@@ -1,20 +1,20 @@
 """An upload checked by the project's validator, its first error as one line, and its scores.
 
-Web processes validate against the public half (query ids, books and ToC: everything the
-validator needs, no gold); scoring workers validate again and score against the public half
-with the private gold put back. Per-query values are packed for the database, in the order of
-the sorted query ids, and never leave the server.
+Two checks, one cheap and one full. Web processes run :func:`quick_check` before the 202: the
+``meta.json`` checks and the first line of the predictions (a JSON object of the right fields,
+or a TREC line), what a wrong file or a wrong format shows at once. Scoring workers validate
+the whole upload once, in memory (:func:`validate`), against the public half with the private
+gold put back, and score it. Per-query values are packed for the database, in the order of the
+sorted query ids, and never leave the server.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import logging
-import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,13 @@ from searchtome.dataset.loader import Dataset
 from searchtome.leaderboard.results import MAIN_MEASURES
 from searchtome.leaderboard.scoring import score_runs
 from searchtome.metrics.structure import STRUCTURE_MEASURES
-from searchtome.submissions import Limits, ValidationReport, validate_submission
+from searchtome.submissions import Limits, ValidationReport
+from searchtome.submissions.jsonl import LineParser
 from searchtome.submissions.meta import parse_run_meta
-from searchtome.submissions.schema import META_FILE, PREDICTION_FILES
+from searchtome.submissions.problems import Problem, ProblemLog
+from searchtome.submissions.reader import upload_files
+from searchtome.submissions.schema import PREDICTION_FILES
+from searchtome.submissions.validate import validate_upload
 
 log = logging.getLogger(__name__)
 FOLDER = "submission"
@@ -41,52 +45,92 @@ def predictions_name(filename: str | None, head: bytes) -> str:
     return "predictions.jsonl.gz" if head[:2] == b"\x1f\x8b" else "predictions.jsonl"
 
 
-@contextmanager
-def submission_folder(
-    meta: bytes, name: str, predictions: Path | bytes, scratch: Path | None = None
-) -> Iterator[Path]:
-    """A temporary submission folder holding ``meta.json`` and the predictions file."""
-    tmp = Path(tempfile.mkdtemp(prefix="upload-", dir=scratch))
-    try:
-        folder = tmp / FOLDER
-        folder.mkdir()
-        (folder / META_FILE).write_bytes(meta)
-        target = folder / name
-        if isinstance(predictions, bytes):
-            target.write_bytes(predictions)
-        else:
-            shutil.move(predictions, target)
-        yield folder
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def first_error(report: ValidationReport, folder: Path) -> str | None:
-    """The validator's first error as one line, the temporary folder left out of its path."""
+def first_error(report: ValidationReport) -> str | None:
+    """The validator's first error as one line, with how many more there were."""
     errors = report.errors
     if not errors:
         return None
-    line = str(errors[0]).replace(f"{folder}/", "").replace(str(folder), FOLDER)
-    line = " ".join(line.split())
-    more = len(errors) - 1
-    return f"{line} (and {more} more error{'s' if more > 1 else ''})" if more else line
+    return _one_line(errors[0], report.error_count - 1)
+
+
+def _one_line(problem: Problem, more: int) -> str:
+    line = " ".join(str(problem).split())
+    return f"{line} (and {more} more error{'s' if more > 1 else ''})" if more > 0 else line
 
 
 def validate(
-    folder: Path, dataset: Dataset, split: str, limits: Limits
+    meta: bytes, name: str, predictions: bytes, dataset: Dataset, split: str, limits: Limits
 ) -> tuple[ValidationReport, str | None]:
+    """The whole upload validated in memory: the report and its first error as one line."""
     try:
-        report = validate_submission(folder, dataset, split, limits=limits)
+        report = validate_upload(meta, name, predictions, dataset, split, limits=limits)
     except (RecursionError, OverflowError, ValueError, TypeError, MemoryError) as exc:
         # Content the validator did not expect (deep nesting, 10**400 as a score: the
         # hostile-inputs issue) is refused here, and the process goes on serving.
         log.warning("validator raised on an upload: %r", exc)
-        kind = "JSON nested too deeply" if isinstance(exc, RecursionError) else "unreadable value"
-        return ValidationReport(folder, "unnamed", split, "jsonl", []), (
-            f"{FOLDER}: {kind} ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
-            "predictions are flat objects of strings and finite numbers (docs/submissions.md)"
+        return ValidationReport(Path(FOLDER), "unnamed", split, "jsonl", []), _unexpected(exc)
+    return report, first_error(report)
+
+
+def _unexpected(exc: BaseException) -> str:
+    kind = "JSON nested too deeply" if isinstance(exc, RecursionError) else "unreadable value"
+    return (
+        f"{FOLDER}: {kind} ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+        "predictions are flat objects of strings and finite numbers (docs/submissions.md)"
+    )
+
+
+def quick_check(meta: bytes, name: str, predictions: bytes, limits: Limits) -> str | None:
+    """What must be refused before the 202, cheaply: ``meta.json``, and the predictions' first
+    non-blank line (one line of the size cap at most is decompressed). ``None`` when both pass;
+    the rest of the file is the scoring worker's to validate."""
+    files = upload_files(meta, name, b"", limits=limits)
+    errors = [p for p in files.meta_problems if p.severity == "error"]
+    if errors:
+        return _one_line(errors[0], len(errors) - 1)
+    if not predictions:
+        return f"{name}: empty file; one line per test query is expected (docs/submissions.md)"
+    if len(predictions) > limits.max_file_bytes:
+        return (
+            f"{name}: {len(predictions):,} bytes exceeds the {limits.max_file_bytes:,}-byte limit"
         )
-    return report, first_error(report, folder)
+    try:
+        return _first_line_problem(name, predictions, limits)
+    except (RecursionError, OverflowError, ValueError, TypeError) as exc:
+        return _unexpected(exc)
+
+
+def _first_line_problem(name: str, predictions: bytes, limits: Limits) -> str | None:
+    raw: Any = io.BytesIO(predictions)
+    if predictions[:2] == b"\x1f\x8b":
+        raw = gzip.GzipFile(fileobj=raw, mode="rb")
+    cap = limits.max_line_bytes
+    for lineno in range(1, 101):  # blank lines first are allowed; a hundred of them are not
+        try:
+            chunk = raw.readline(cap + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            return f"{name}: corrupt compressed data ({exc})"
+        if not chunk:
+            return f"{name}: no predictions; one line per test query is expected"
+        if len(chunk) > cap:
+            return f"{name}:{lineno}: line: longer than the {cap:,}-byte limit"
+        try:
+            text = chunk.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError as exc:
+            return f"{name}:{lineno}: encoding: not valid UTF-8 (byte {exc.start + 1})"
+        if text.strip():
+            return _line_problem(name, lineno, text)
+    return f"{name}: starts with 100 blank lines; one line per test query is expected"
+
+
+def _line_problem(name: str, lineno: int, text: str) -> str | None:
+    stripped = text.strip()
+    if not stripped.startswith("{") and len(stripped.split()) == 6:
+        return None  # a TREC line: the worker's reader checks it with the rest
+    problems = ProblemLog()
+    LineParser(name, problems).check_line(lineno, text)
+    errors = [p for p in problems if p.severity == "error"]
+    return _one_line(errors[0], len(errors) - 1) if errors else None
 
 
 def pack_scores(report: ValidationReport, dataset: Dataset, split: str) -> bytes:

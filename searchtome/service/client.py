@@ -102,10 +102,13 @@ class Server:
             raise SearchTomeError(f"{self.url}: {what} refused ({response.status}): {message}")
         return body
 
-    def request(self, method: str, path: str) -> Any:
+    def request(self, method: str, path: str, body: bytes | None = None) -> Any:
         conn = self._connection()
+        headers = {"Authorization": f"Bearer {self.token}"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         try:
-            conn.request(method, path, headers={"Authorization": f"Bearer {self.token}"})
+            conn.request(method, path, body=body, headers=headers)
             return self._reply(conn, f"{method} {path}")
         except OSError as exc:
             raise SearchTomeError(f"{self.url}: cannot reach the server ({exc})") from None
@@ -177,3 +180,9 @@ def submit(
     if state.state is not JobState.SCORED:
         raise SearchTomeError(f"{preds}: {state.state}: {state.error}")
     return state
+
+
+def set_hidden(server: str, token: str, public_id: str, hidden: bool) -> dict[str, Any]:
+    """Hide a run from the leaderboard or show it again."""
+    body = json.dumps({"hidden": hidden}).encode()
+    return Server(server, token).request("POST", f"/api/submissions/{public_id}/hidden", body)

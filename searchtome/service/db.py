@@ -57,7 +57,6 @@ submissions = sa.Table(
     sa.Column("error", sa.Text, nullable=True),
     sa.Column("meta", sa.Text, nullable=False),
     sa.Column("predictions_name", sa.String(64), nullable=False),
-    sa.Column("predictions", sa.LargeBinary, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("day", sa.String(10), nullable=False),
     sa.Column("claimed_by", sa.String(64), nullable=True),
@@ -68,6 +67,28 @@ submissions = sa.Table(
     sa.Column("scores", sa.LargeBinary, nullable=True),  # per-query arrays: never served
     sa.Column("counts", sa.Text, nullable=True),  # the validator's structure counts
     sa.Column("final", sa.Boolean, nullable=False, default=False),
+    # left off the leaderboard by its team (version 2)
+    sa.Column("hidden", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+)
+# The uploaded bytes, apart from the rows that status polls and board checks read (version 2).
+uploads = sa.Table(
+    "uploads",
+    metadata,
+    sa.Column("submission_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
+    sa.Column("sha256", sa.String(64), nullable=False),  # of the bytes as uploaded
+    sa.Column("size", sa.Integer, nullable=False),  # bytes as uploaded
+    sa.Column("codec", sa.String(8), nullable=False),  # how `data` holds them (store.Codec)
+    sa.Column("data", sa.LargeBinary, nullable=False),
+)
+# Each leaderboard document as last computed, with the key of the rows it was computed from.
+boards = sa.Table(
+    "boards",
+    metadata,
+    sa.Column("name", sa.String(32), primary_key=True),
+    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("document", sa.Text, nullable=False),  # the JSON served as is
+    sa.Column("tests", sa.Text, nullable=True),  # raw tests against the top, reused: not served
+    sa.Column("computed_at", sa.Float, nullable=False),
 )
 quota = sa.Table(
     "quota",
@@ -77,7 +98,7 @@ quota = sa.Table(
     sa.Column("count", sa.Integer, nullable=False),
 )
 
-# A scoring worker's heartbeat (``/api/health`` counts the live ones); created by _v2.
+# A scoring worker's heartbeat (``/api/health`` counts the live ones); created by _v3_workers.
 workers = sa.Table(
     "workers",
     metadata,
@@ -88,10 +109,97 @@ workers = sa.Table(
 
 
 def _v1(conn: Connection) -> None:
-    metadata.create_all(conn, tables=[flags, teams, submissions, quota])
+    """Version 1, frozen: its own table definitions, never the live ones above."""
+    v1 = sa.MetaData()
+    sa.Table(
+        "flags",
+        v1,
+        sa.Column("name", sa.String(64), primary_key=True),
+        sa.Column("value", sa.Text, nullable=False),
+    )
+    sa.Table(
+        "teams",
+        v1,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("name", sa.String(64), nullable=False, unique=True),
+        sa.Column("token_hash", sa.String(64), nullable=False),
+        sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("revoked_at", sa.Float, nullable=True),
+    )
+    sa.Table(
+        "submissions",
+        v1,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("public_id", sa.String(32), nullable=False, unique=True),
+        sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+        sa.Column("system", sa.String(200), nullable=False),
+        sa.Column("state", sa.String(16), nullable=False, index=True),
+        sa.Column("error", sa.Text, nullable=True),
+        sa.Column("meta", sa.Text, nullable=False),
+        sa.Column("predictions_name", sa.String(64), nullable=False),
+        sa.Column("predictions", sa.LargeBinary, nullable=False),
+        sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("day", sa.String(10), nullable=False),
+        sa.Column("claimed_by", sa.String(64), nullable=True),
+        sa.Column("lease_until", sa.Float, nullable=True),
+        sa.Column("attempts", sa.Integer, nullable=False),
+        sa.Column("times_scored", sa.Integer, nullable=False),
+        sa.Column("scored_at", sa.Float, nullable=True),
+        sa.Column("scores", sa.LargeBinary, nullable=True),
+        sa.Column("counts", sa.Text, nullable=True),
+        sa.Column("final", sa.Boolean, nullable=False),
+    )
+    sa.Table(
+        "quota",
+        v1,
+        sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), primary_key=True),
+        sa.Column("day", sa.String(10), primary_key=True),
+        sa.Column("count", sa.Integer, nullable=False),
+    )
+    v1.create_all(conn)
 
 
-def _v2_workers(conn: Connection) -> None:
+def _v2(conn: Connection) -> None:
+    """Version 2: uploads move to their own table, leaderboards are cached in ``boards``, a
+    team can hide a run (``submissions.hidden``).
+
+    Every stored upload is copied (hashed and, unless already gzip, compressed) before the
+    ``predictions`` column is dropped, one row at a time so memory holds one upload.
+    """
+    from searchtome.service.blobs import pack
+
+    v2 = sa.MetaData()
+    new_uploads = sa.Table(
+        "uploads",
+        v2,
+        sa.Column("submission_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
+        sa.Column("sha256", sa.String(64), nullable=False),
+        sa.Column("size", sa.Integer, nullable=False),
+        sa.Column("codec", sa.String(8), nullable=False),
+        sa.Column("data", sa.LargeBinary, nullable=False),
+    )
+    sa.Table(
+        "boards",
+        v2,
+        sa.Column("name", sa.String(32), primary_key=True),
+        sa.Column("key", sa.Text, nullable=False),
+        sa.Column("document", sa.Text, nullable=False),
+        sa.Column("tests", sa.Text, nullable=True),
+        sa.Column("computed_at", sa.Float, nullable=False),
+    )
+    sa.Table("submissions", v2, sa.Column("id", sa.Integer, primary_key=True))
+    v2.create_all(conn, tables=[t for t in v2.sorted_tables if t.name != "submissions"])
+    ids = conn.exec_driver_sql("SELECT id FROM submissions ORDER BY id").scalars().all()
+    for sub_id in ids:
+        raw = conn.execute(
+            sa.text("SELECT predictions FROM submissions WHERE id = :id"), {"id": sub_id}
+        ).scalar_one()
+        conn.execute(new_uploads.insert().values(submission_id=sub_id, **pack(bytes(raw))))
+    conn.exec_driver_sql("ALTER TABLE submissions DROP COLUMN predictions")
+    conn.exec_driver_sql("ALTER TABLE submissions ADD COLUMN hidden BOOLEAN NOT NULL DEFAULT false")
+
+
+def _v3_workers(conn: Connection) -> None:
     # Frozen DDL, not the table object above: this step must create the same table forever.
     conn.exec_driver_sql(
         "CREATE TABLE workers (name VARCHAR(128) NOT NULL PRIMARY KEY, "
@@ -99,7 +207,7 @@ def _v2_workers(conn: Connection) -> None:
     )
 
 
-def _v_competition(conn: Connection) -> None:
+def _v4_competition(conn: Connection) -> None:
     """Phases, each upload's phase, counted refusals, Ladder releases, events, score history.
 
     Frozen DDL: these definitions are this migration's own, never the live tables of
@@ -176,7 +284,7 @@ def _v_competition(conn: Connection) -> None:
 
 
 # Each entry brings the schema from version i to i + 1; append, never edit a released one.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1, _v2_workers, _v_competition)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1, _v2, _v3_workers, _v4_competition)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -250,7 +358,12 @@ def migrate(engine: Engine) -> int:
     while True:
         with write(engine) as conn:
             version = current_version(conn)
-            if version >= SCHEMA_VERSION:
+            if version > SCHEMA_VERSION:
+                raise SearchTomeError(
+                    f"database schema version {version} is newer than this searchtome's "
+                    f"{SCHEMA_VERSION}; use the searchtome that wrote it"
+                )
+            if version == SCHEMA_VERSION:
                 break
             MIGRATIONS[version](conn)
             conn.execute(schema_version.update().values(version=version + 1))
@@ -267,8 +380,8 @@ def check_version(engine: Engine, where: str) -> None:
     if version != SCHEMA_VERSION:
         raise SearchTomeError(
             f"{where}: database schema version {version}, this searchtome expects "
-            f"{SCHEMA_VERSION}; run `searchtome server init --home ...` with this version "
-            "(it migrates) or use the matching searchtome"
+            f"{SCHEMA_VERSION}; run `searchtome server migrate --home ...` with this version "
+            "(it upgrades in place, every upload kept) or use the matching searchtome"
         )
 
 

@@ -101,6 +101,7 @@ class OwnRun(Record):
     public_hidden: str | None = None  # why its public scores are not shown (yet)
     private_note: str | None = None  # uploaded after the freeze: never on the private board
     ladder: Ladder | None = None
+    hidden: bool = False  # hidden from the board by the team
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from searchtome.service import store
-from searchtome.service.board import Run, Scopes, final_runs, leaderboard, run_scores, scope_board
+from searchtome.service.board import (
+    Run,
+    Scopes,
+    TestMemo,
+    final_runs,
+    leaderboard,
+    run_scores,
+    scope_board,
+)
 from searchtome.service.checks import unpack_scores
 from searchtome.service.db import submissions, write
 from searchtome.service.home import ServerSettings
@@ -176,28 +184,36 @@ def _ladder_best(runs: Sequence[Run], ctx: Context) -> list[Run]:
 
 
 def competition_board(
-    runs: Sequence[Run], ctx: Context, scopes: Scopes, settings: ServerSettings, revealed: bool
+    runs: Sequence[Run],
+    ctx: Context,
+    scopes: Scopes,
+    settings: ServerSettings,
+    revealed: bool,
+    memo: TestMemo | None = None,
 ) -> dict[str, Any]:
     """``/api/leaderboard``: public scope (visible runs; each team's best in ladder mode), the
-    frozen private scope once revealed, and the runs uploaded after the deadline apart."""
+    frozen private scope once revealed, and the runs uploaded after the deadline apart.
+    ``memo``: the tests of the board before, reused where still valid (:class:`TestMemo`)."""
+    memo = memo if memo is not None else TestMemo()
     mode = ScoreMode(settings.public_scores)
     timely = [r for r in runs if ctx.in_time(r)]
     late = [r for r in runs if not ctx.in_time(r) and ctx.visible(r)]
     public = [r for r in timely if ctx.visible(r)]
     if mode is ScoreMode.LADDER:
         public = _ladder_best(public, ctx)
-    out = leaderboard(public, scopes, settings, revealed=False)
+    out = leaderboard(public, scopes, settings, revealed=False, memo=memo)
     out["revealed"] = revealed
     out["public_scores"] = mode.value
     out["calendar"] = ctx.cal.summary()
     out["frozen_at"] = None if ctx.frozen is None else iso(ctx.frozen)
     if revealed and scopes.private.any():
-        out["private"] = scope_board(final_runs(timely, scopes), scopes, scopes.private, settings)
+        finals = final_runs(timely, scopes)
+        out["private"] = scope_board(finals, scopes, scopes.private, settings, memo, "private")
     if late:
         out["after_deadline"] = {
             "note": "uploaded after the deadline: scored on the public part only, outside the "
             "competition",
-            **scope_board(late, scopes, ~scopes.private, settings),
+            **scope_board(late, scopes, ~scopes.private, settings, memo, "after_deadline"),
         }
     return public_view(out, mode)
 

@@ -1,6 +1,8 @@
 """Rows of the service: teams and tokens, the daily quota, the scoring queue's state machine.
 
-A submission moves ``queued -> scoring -> scored`` (or ``failed``). A worker claims a job with a
+A submission moves ``queued -> scoring -> scored`` (or ``rejected`` when the worker's validator
+refuses it, its quota slot given back, or ``failed``). Its uploaded bytes sit apart in the
+``uploads`` table and :func:`upload_of` is their one reader. A worker claims a job with a
 conditional ``UPDATE ... WHERE state = 'queued'`` (exactly one claimer wins, on SQLite and on
 PostgreSQL alike), keeps a lease alive with heartbeats, and writes its result with an ``UPDATE``
 that also requires its own claim (``claimed_by`` and ``attempts``) to be still current. A worker
@@ -25,7 +27,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from searchtome.errors import SearchTomeError, unknown_name
-from searchtome.service.db import flags, quota, submissions, teams, write
+from searchtome.service import blobs
+from searchtome.service.db import flags, quota, submissions, teams, uploads, write
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 2  # a job whose worker died is retried once
@@ -45,21 +48,39 @@ def utc_day(now: float | None = None) -> str:
 # -- teams ---------------------------------------------------------------------------------------
 
 
-def add_team(engine: Engine, name: str) -> str:
-    """Create a team; returns its token ``st_<id>_<secret>`` (only a hash is stored)."""
+def check_team_name(name: str) -> None:
     if not TEAM_NAME.match(name):
         raise SearchTomeError(
             f"team name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a "
             "letter or digit"
         )
-    secret = secrets.token_urlsafe(32)
+
+
+def add_team(engine: Engine, name: str) -> str:
+    """Create a team; returns its token ``st_<id>_<secret>`` (only a hash is stored)."""
+    return add_teams(engine, [name])[0][1]
+
+
+def add_teams(engine: Engine, names: list[str]) -> list[tuple[str, str]]:
+    """Create several teams in one transaction: all of them, or none when one name is taken or
+    malformed. Returns ``(name, token)`` pairs in the order given."""
+    for name in names:
+        check_team_name(name)
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise SearchTomeError(f"team {repeated[0]!r} is named twice; each name once")
+    out = []
     with write(engine) as conn:
-        _name_free(conn, name)
-        result = conn.execute(
-            teams.insert().values(name=name, token_hash=hash_token(secret), created_at=time.time())
-        )
-        team_id = result.inserted_primary_key[0]
-    return f"st_{team_id}_{secret}"
+        for name in names:
+            _name_free(conn, name)
+        now = time.time()
+        for name in names:
+            secret = secrets.token_urlsafe(32)
+            result = conn.execute(
+                teams.insert().values(name=name, token_hash=hash_token(secret), created_at=now)
+            )
+            out.append((name, f"st_{result.inserted_primary_key[0]}_{secret}"))
+    return out
 
 
 def _name_free(conn: Connection, name: str) -> None:
@@ -175,11 +196,10 @@ def enqueue(
     meta: str,
     predictions_name: str,
     predictions: bytes,
-    counts: dict[str, Any],
     daily_limit: int,
     admission: Admitter | None = None,
 ) -> str:
-    """Count the upload against today's quota and queue it, in one transaction.
+    """Count the upload against today's quota and queue it with its bytes, in one transaction.
 
     The quota step is one conditional ``UPDATE ... WHERE count < limit``: of two uploads racing
     at ``limit - 1`` exactly one changes a row; the other raises :class:`QuotaExceeded`. An
@@ -189,13 +209,14 @@ def enqueue(
     now = time.time()
     day = utc_day(now)
     public_id = secrets.token_hex(8)
+    stored = blobs.pack(predictions)  # hashed and compressed before the write lock is taken
     with write(engine) as conn:
         _require_active(conn, team)
         if admission is not None:
             admission.take(conn)
         else:
             _take_daily(conn, team, day, daily_limit)
-        inserted = conn.execute(
+        sub_id = conn.execute(
             submissions.insert().values(
                 public_id=public_id,
                 team_id=team.id,
@@ -203,17 +224,16 @@ def enqueue(
                 state="queued",
                 meta=meta,
                 predictions_name=predictions_name,
-                predictions=predictions,
                 created_at=now,
                 day=day,
                 attempts=0,
                 times_scored=0,
-                counts=json.dumps(counts),
                 final=False,
             )
-        )
+        ).inserted_primary_key[0]
+        conn.execute(uploads.insert().values(submission_id=sub_id, **stored))
         if admission is not None:
-            admission.record(conn, inserted.inserted_primary_key[0])
+            admission.record(conn, sub_id)
     return public_id
 
 
@@ -231,6 +251,18 @@ def _take_daily(conn: Connection, team: Team, day: str, daily_limit: int) -> Non
         )
 
 
+def upload_of(conn: Connection, public_id: str) -> tuple[str, bytes]:
+    """The predictions file name and the bytes a submission uploaded: the one reader of them."""
+    row = conn.execute(
+        sa.select(submissions.c.predictions_name, uploads.c.codec, uploads.c.data)
+        .join(uploads, uploads.c.submission_id == submissions.c.id)
+        .where(submissions.c.public_id == public_id)
+    ).first()
+    if row is None:
+        raise LookupError(public_id)
+    return row.predictions_name, blobs.unpack(row.codec, row.data)
+
+
 # -- the queue -----------------------------------------------------------------------------------
 
 
@@ -238,6 +270,8 @@ def _take_daily(conn: Connection, team: Team, day: str, daily_limit: int) -> Non
 class Job:
     id: int
     public_id: str
+    team_id: int
+    day: str
     attempt: int
     meta: str
     predictions_name: str
@@ -313,15 +347,18 @@ def claim(engine: Engine, worker: str, lease_seconds: float) -> Job | None:
                 )
             )
             if won.rowcount == 1:
-                row = conn.execute(sa.select(submissions).where(submissions.c.id == job_id)).first()
-                assert row is not None
+                row = conn.execute(
+                    sa.select(
+                        submissions.c.team_id,
+                        submissions.c.day,
+                        submissions.c.public_id,
+                        submissions.c.attempts,
+                        submissions.c.meta,
+                    ).where(submissions.c.id == job_id)
+                ).one()
+                name, data = upload_of(conn, row.public_id)
                 return Job(
-                    row.id,
-                    row.public_id,
-                    row.attempts,
-                    row.meta,
-                    row.predictions_name,
-                    row.predictions,
+                    job_id, row.public_id, row.team_id, row.day, row.attempts, row.meta, name, data
                 )
     return None
 
@@ -351,16 +388,29 @@ def finish(
     worker: str,
     *,
     scores: bytes | None = None,
+    counts: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> bool:
-    """Record the result if the claim is still this worker's; ``False`` when it was lost."""
+    """Record the result if the claim is still this worker's; ``False`` when it was lost.
+
+    A run the validator refuses (``error``) gives its quota slot back in the same transaction:
+    as when the web process refused it before the 202, a rejected upload is not counted.
+    """
     values: dict[str, Any] = {"lease_until": None, "scored_at": time.time()}
+    if counts is not None:
+        values["counts"] = json.dumps(counts)
     if error is None:
         values.update(state="scored", scores=scores, times_scored=submissions.c.times_scored + 1)
     else:
         values.update(state="rejected", error=error)
     with write(engine) as conn:
         done = conn.execute(submissions.update().where(_mine(job, worker)).values(**values))
+        if done.rowcount == 1 and error is not None:
+            conn.execute(
+                quota.update()
+                .where(quota.c.team_id == job.team_id, quota.c.day == job.day, quota.c.count > 0)
+                .values(count=quota.c.count - 1)
+            )
     return done.rowcount == 1
 
 
@@ -382,34 +432,32 @@ def set_flag(engine: Engine, name: str, value: str) -> None:
         conn.execute(flags.insert().values(name=name, value=value))
 
 
+def _shown_columns() -> sa.Select[Any]:
+    """What a status reply shows of a submission (never its upload)."""
+    return sa.select(
+        submissions.c.public_id,
+        submissions.c.team_id,
+        submissions.c.system,
+        submissions.c.state,
+        submissions.c.error,
+        submissions.c.final,
+        submissions.c.hidden,
+        submissions.c.created_at,
+        submissions.c.scored_at,
+        submissions.c.meta,
+        submissions.c.scores,
+        teams.c.name.label("team"),
+    ).join(teams, teams.c.id == submissions.c.team_id)
+
+
 def submission_row(conn: Connection, public_id: str) -> Any:
-    return conn.execute(
-        sa.select(submissions, teams.c.name.label("team"))
-        .join(teams, teams.c.id == submissions.c.team_id)
-        .where(submissions.c.public_id == public_id)
-    ).first()
+    return conn.execute(_shown_columns().where(submissions.c.public_id == public_id)).first()
 
 
-def team_runs(conn: Connection, team_id: int) -> list[Any]:
-    """A team's own runs, newest first, with what scoring them needs (never the upload)."""
-    return list(
-        conn.execute(
-            sa.select(
-                submissions.c.public_id,
-                submissions.c.system,
-                submissions.c.state,
-                submissions.c.error,
-                submissions.c.created_at,
-                submissions.c.final,
-                submissions.c.scores,
-                submissions.c.meta,
-                teams.c.name.label("team"),
-            )
-            .join(teams, teams.c.id == submissions.c.team_id)
-            .where(submissions.c.team_id == team_id)
-            .order_by(submissions.c.id.desc())
-        )
-    )
+def team_rows(conn: Connection, team_id: int) -> list[Any]:
+    """A team's own submissions, oldest first."""
+    query = _shown_columns().where(submissions.c.team_id == team_id).order_by(submissions.c.id)
+    return list(conn.execute(query))
 
 
 def board_key(conn: Connection) -> tuple[Any, ...]:
@@ -441,7 +489,11 @@ def scored_rows(conn: Connection) -> list[Any]:
                 teams.c.name.label("team"),
             )
             .join(teams, teams.c.id == submissions.c.team_id)
-            .where(submissions.c.state == "scored", teams.c.revoked_at.is_(None))
+            .where(
+                submissions.c.state == "scored",
+                submissions.c.hidden.is_(False),
+                teams.c.revoked_at.is_(None),
+            )
             .order_by(submissions.c.id)
         )
     )
@@ -452,14 +504,12 @@ def mark_final(engine: Engine, team: Team, public_id: str, final: bool, max_fina
         # Lock the team's row (PostgreSQL; SQLite's write lock covers it): two marks racing at
         # the cap are counted one after the other.
         conn.execute(sa.select(teams.c.id).where(teams.c.id == team.id).with_for_update())
-        row = conn.execute(
-            sa.select(submissions.c.id, submissions.c.state).where(
-                submissions.c.public_id == public_id, submissions.c.team_id == team.id
-            )
-        ).first()
-        if row is None:
-            raise LookupError(public_id)
+        row = _own(conn, team, public_id)
         if final:
+            if row.hidden:
+                raise SearchTomeError(
+                    f"submission {public_id} is hidden; show it before marking it final"
+                )
             if row.state != "scored":
                 raise SearchTomeError(
                     f"submission {public_id} is {row.state}; only a scored run can be final"
@@ -476,4 +526,28 @@ def mark_final(engine: Engine, team: Team, public_id: str, final: bool, max_fina
                     f"team {team.name!r} already has {max_final} final runs; unmark one first"
                 )
         conn.execute(submissions.update().where(submissions.c.id == row.id).values(final=final))
+        _touch_board(conn)
+
+
+def _own(conn: Connection, team: Team, public_id: str) -> Any:
+    """The team's own submission ``public_id``; ``LookupError`` when it has none of that id."""
+    row = conn.execute(
+        sa.select(
+            submissions.c.id, submissions.c.state, submissions.c.hidden, submissions.c.final
+        ).where(submissions.c.public_id == public_id, submissions.c.team_id == team.id)
+    ).first()
+    if row is None:
+        raise LookupError(public_id)
+    return row
+
+
+def set_hidden(engine: Engine, team: Team, public_id: str, hidden: bool) -> None:
+    """Hide a run from the leaderboard, or show it again; a final run cannot be hidden."""
+    with write(engine) as conn:
+        row = _own(conn, team, public_id)
+        if hidden and row.final:
+            raise SearchTomeError(
+                f"submission {public_id} is a final run; unmark it before hiding it"
+            )
+        conn.execute(submissions.update().where(submissions.c.id == row.id).values(hidden=hidden))
         _touch_board(conn)

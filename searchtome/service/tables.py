@@ -1,6 +1,6 @@
 """The competition's live tables: phases, each upload's phase, refusals, releases, events, history.
 
-Created by :func:`searchtome.service.db._v_competition` (frozen DDL there); these objects are
+Created by :func:`searchtome.service.db._v4_competition` (frozen DDL there); these objects are
 what the code queries, on the same metadata as :mod:`searchtome.service.db`'s tables.
 """
 

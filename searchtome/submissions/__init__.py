@@ -33,6 +33,7 @@ _EXPORTS = {
     "write_trec": "writer",
     "ValidationReport": "validate",
     "validate_submission": "validate",
+    "validate_upload": "validate",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -12,12 +12,11 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 from searchtome.metrics.ties import TIE_RULE, count_ties
 from searchtome.runs import Run
-from searchtome.submissions.lines import Limits, iter_lines
+from searchtome.submissions.lines import Limits, Source, iter_lines
 from searchtome.submissions.problems import Predictions, Problem, ProblemLog, quote
 from searchtome.submissions.schema import LINE_FIELDS, REQUIRED_LINE_FIELDS
 from searchtome.submissions.strictjson import is_number, loads_strict, type_name
@@ -37,7 +36,7 @@ class Answer:
     ok: bool
 
 
-def parse_jsonl(path: Path, name: str, limits: Limits) -> Predictions:
+def parse_jsonl(path: Source, name: str, limits: Limits) -> Predictions:
     """Parse a JSON-lines predictions file into a run named ``name``, collecting every problem."""
     parser = LineParser(str(path), ProblemLog(keep_per_kind=limits.max_problems_per_kind))
     for answer in parser.answers(path, limits):
@@ -76,7 +75,7 @@ class LineParser:
         self.unsorted = 0  # rankings whose scores increase
         self.first_unsorted: int | None = None
 
-    def answers(self, path: Path, limits: Limits) -> Iterator[Answer]:
+    def answers(self, path: Source, limits: Limits) -> Iterator[Answer]:
         """Each line that answers a query not seen before, in file order."""
         for lineno, text, problem in iter_lines(path, limits):
             if problem is not None:

@@ -7,11 +7,12 @@ or broken upload cannot exhaust memory. Gzip is recognised by its magic bytes, n
 from __future__ import annotations
 
 import gzip
+import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, Literal
 
 from searchtome.io import PathLike
 from searchtome.limits import MAX_IDS
@@ -46,16 +47,67 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-def iter_lines(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> Iterator[Line]:
+@dataclass(frozen=True)
+class InMemory:
+    """A file's bytes held in memory (an upload to the scoring service), shown as ``path``.
+
+    The readers take it wherever they take a path, so an upload is validated without being
+    written to disk; it answers the few questions they ask of a path (name, suffixes, parent).
+    """
+
+    path: PurePosixPath
+    data: bytes
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem
+
+    @property
+    def suffixes(self) -> list[str]:
+        return self.path.suffixes
+
+    @property
+    def parent(self) -> PurePosixPath:
+        return self.path.parent
+
+
+# What the line readers read: a file on disk, or an upload's bytes.
+Source = Path | InMemory
+
+
+def source_size(source: Source) -> int:
+    """Bytes in ``source`` (raises ``FileNotFoundError`` for a missing file)."""
+    return len(source.data) if isinstance(source, InMemory) else source.stat().st_size
+
+
+def open_source(source: Source) -> BinaryIO:
+    """``source`` opened for binary reading (the caller closes it)."""
+    if isinstance(source, InMemory):
+        return io.BytesIO(source.data)
+    return open(source, "rb")
+
+
+def as_source(path: PathLike | InMemory) -> Source:
+    return path if isinstance(path, InMemory) else Path(path)
+
+
+def iter_lines(path: PathLike | InMemory, limits: Limits = DEFAULT_LIMITS) -> Iterator[Line]:
     """Yield ``(line number, text, None)`` or ``(line number, None, problem)``.
 
     Reading stops with a problem when the file, its decompressed content or a line exceeds the
     limits; an overlong line or one that is not UTF-8 is reported and reading goes on.
     """
-    path = Path(path)
+    path = as_source(path)
     shown = str(path)
     try:
-        size = path.stat().st_size
+        size = source_size(path)
     except FileNotFoundError:
         yield 0, None, Problem(shown, None, "file", "not found", "missing-file")
         return
@@ -66,7 +118,7 @@ def iter_lines(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> Iterator[Line
         )
         yield 0, None, Problem(shown, None, "size", message, "too-large")
         return
-    with open(path, "rb") as raw:
+    with open_source(path) as raw:
         compressed = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
         stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
@@ -158,7 +210,9 @@ class _CappedReader:
         return Problem(self.shown, self.lineno, "line", message, "line-too-long")
 
 
-def detect_format(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> Literal["jsonl", "trec"]:
+def detect_format(
+    path: PathLike | InMemory, limits: Limits = DEFAULT_LIMITS
+) -> Literal["jsonl", "trec"]:
     """``jsonl`` when the first non-blank line starts with ``{``, ``trec`` when it has 6 fields."""
     for _, text, problem in iter_lines(path, limits):
         if problem is not None:

@@ -121,11 +121,20 @@ def read_meta(path: PathLike, limits: Limits = DEFAULT_LIMITS) -> MetaRead:
     if not path.is_file():
         message = "missing; every submission needs meta.json"
         return None, {}, [Problem(shown, None, "file", message, "missing-file")]
-    size = path.stat().st_size
-    if size > limits.max_meta_bytes:
-        message = f"{size:,} bytes exceeds the {limits.max_meta_bytes:,}-byte limit"
-        return None, {}, [Problem(shown, None, "size", message, "too-large")]
-    raw = path.read_bytes()
+    if path.stat().st_size > limits.max_meta_bytes:
+        return _too_large(shown, path.stat().st_size, limits)
+    return parse_meta(shown, path.read_bytes(), limits)
+
+
+def _too_large(shown: str, size: int, limits: Limits) -> MetaRead:
+    message = f"{size:,} bytes exceeds the {limits.max_meta_bytes:,}-byte limit"
+    return None, {}, [Problem(shown, None, "size", message, "too-large")]
+
+
+def parse_meta(shown: str, raw: bytes, limits: Limits = DEFAULT_LIMITS) -> MetaRead:
+    """Check ``meta.json``'s bytes (an upload's, say), shown as ``shown`` in problems."""
+    if len(raw) > limits.max_meta_bytes:
+        return _too_large(shown, len(raw), limits)
     try:
         text = raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from searchtome.errors import SearchTomeError
 from searchtome.io import PathLike
 from searchtome.runs import Run, Submission
-from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
+from searchtome.submissions.lines import (
+    DEFAULT_LIMITS,
+    InMemory,
+    Limits,
+    Source,
+    as_source,
+    detect_format,
+)
 from searchtome.submissions.problems import Predictions, Problem, ProblemLog, counts_of, quote
 from searchtome.submissions.schema import META_FILE, PREDICTION_FILES, RunFormat
 
@@ -47,13 +54,13 @@ class LoadedSubmission:
 
 
 def read_predictions(
-    path: PathLike,
+    path: PathLike | InMemory,
     run_format: RunFormat = "auto",
     name: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> Predictions:
     """Parse a predictions file (JSON lines or TREC, gzip or not) without raising on bad content."""
-    path = Path(path)
+    path = as_source(path)
     if run_format not in ("auto", "jsonl", "trec"):
         raise SearchTomeError(f"unknown run format {run_format!r}; use auto, jsonl or trec")
     from searchtome.submissions.trec import looks_like_trec, parse_trec
@@ -68,7 +75,7 @@ def read_predictions(
     return parse_jsonl(path, name or _default_name(path), limits)
 
 
-def _default_name(path: Path) -> str:
+def _default_name(path: Source) -> str:
     if path.name in PREDICTION_FILES:
         return path.parent.name
     return path.name.split(".")[0]
@@ -98,12 +105,13 @@ class SubmissionFiles:
     """A submission's files located and its ``meta.json`` read, predictions not yet parsed."""
 
     path: Path
-    predictions_path: Path
+    predictions_path: Source
     meta: dict[str, Any]
     meta_path: Path | None
     meta_lines: dict[str, int]
     meta_problems: list[Problem]
     default_name: str | None
+    in_memory: bool = False  # an upload's bytes (upload_files): no folder on disk
 
     @property
     def document(self) -> RunMeta:
@@ -120,7 +128,7 @@ class SubmissionFiles:
     def name_warnings(self) -> list[Problem]:
         """``meta.json`` naming a system other than its folder."""
         system, path = self.system, self.path
-        if not (system and path.is_dir() and system != path.name):
+        if not (system and not self.in_memory and path.is_dir() and system != path.name):
             return []
         message = f"{quote(system)} differs from the folder name {path.name!r}; the meta.json name is used"
         shown = str(self.meta_path or path)
@@ -160,6 +168,30 @@ def open_submission(
         raise SearchTomeError(f"{path}: no such submission folder or run file")
     return SubmissionFiles(
         path, pred_path, meta, meta_path, meta_lines, meta_problems, default_name
+    )
+
+
+def upload_files(
+    meta: bytes, predictions_name: str, predictions: bytes, *, limits: Limits = DEFAULT_LIMITS
+) -> SubmissionFiles:
+    """An uploaded submission held in memory: ``meta.json``'s bytes and the predictions file's.
+
+    Problems name the files bare (``predictions.jsonl:3: ...``, ``meta.json: ...``); the run is
+    named by ``meta.json``, else ``submission``.
+    """
+    from searchtome.submissions.meta import parse_meta
+
+    parsed, meta_lines, meta_problems = parse_meta(META_FILE, meta, limits)
+    source = InMemory(PurePosixPath(predictions_name), predictions)
+    return SubmissionFiles(
+        path=Path("submission"),
+        predictions_path=source,
+        meta=parsed or {},
+        meta_path=Path(META_FILE),
+        meta_lines=meta_lines,
+        meta_problems=meta_problems,
+        default_name="submission",
+        in_memory=True,
     )
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from itertools import pairwise
-from pathlib import Path
 
 from searchtome.metrics.ties import TIE_RULE, count_ties, order_by_score
 from searchtome.runs import Run
-from searchtome.submissions.lines import Limits, iter_lines
+from searchtome.submissions.lines import Limits, Source, iter_lines
 from searchtome.submissions.problems import Predictions, Problem, ProblemLog, quote
 from searchtome.submissions.trec_fast import read_fast
 
@@ -29,7 +28,7 @@ class _Rows:
     tags: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
 
 
-def parse_trec(path: Path, name: str | None, limits: Limits) -> Predictions:
+def parse_trec(path: Source, name: str | None, limits: Limits) -> Predictions:
     """Parse a TREC run file; the run is named ``name``, else its one tag, else the file stem.
 
     Well-formed runs are read by the vectorised reader (:mod:`.trec_fast`); anything it does
@@ -83,7 +82,7 @@ TREC_SUFFIXES = (".trec", ".run")
 NEAR_TREC_FIELDS = range(4, 8)
 
 
-def looks_like_trec(path: Path, limits: Limits) -> bool:
+def looks_like_trec(path: Source, limits: Limits) -> bool:
     """Whether a file the content sniffer took for JSON lines is a TREC run gone wrong: its first
     non-blank line is not JSON-like and has 4 to 7 fields, or the name ends in .trec / .run."""
     for _, text, problem in iter_lines(path, limits):

@@ -17,11 +17,10 @@ import itertools
 import re
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from searchtome.io import collector_paused
-from searchtome.submissions.lines import Limits
+from searchtome.submissions.lines import InMemory, Limits, Source, open_source, source_size
 
 # Non-ASCII whitespace: str.split() splits on it, pyarrow does not.
 _OTHER_WHITESPACE = re.compile(r"[^\S \r\n]")
@@ -45,10 +44,10 @@ class FastRows:
     rank_disagrees: int  # rankings whose rank column is not ascending in score order
 
 
-def read_fast(path: Path, limits: Limits) -> FastRows | None:
+def read_fast(path: Source, limits: Limits) -> FastRows | None:
     """The run in ``path``, or ``None`` when the line parser must read it (see module doc)."""
     try:
-        if path.stat().st_size < MIN_BYTES:
+        if source_size(path) < MIN_BYTES:
             return None
     except OSError:
         return None
@@ -64,19 +63,19 @@ def read_fast(path: Path, limits: Limits) -> FastRows | None:
         return _rows(columns)
 
 
-def _open(path: Path) -> tuple[Any, bool]:
-    raw = open(path, "rb")  # noqa: SIM115 (returned open, closed by the caller's with)
+def _open(path: Source) -> tuple[Any, bool]:
+    raw = open_source(path)
     compressed = raw.read(2) == b"\x1f\x8b"
     raw.seek(0)
     return (gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw), compressed
 
 
-def _scan_file(path: Path, limits: Limits) -> tuple[int, bool] | None:
+def _scan_file(path: Source, limits: Limits) -> tuple[int, bool] | None:
     """One streaming pass over the (decompressed) bytes, never holding the whole file: its line
     count and whether it is gzip, or ``None`` when a cap is hit, gzip is corrupt, or the text
     is not plain (a line over the cap, whitespace pyarrow would split differently, bad UTF-8)."""
     try:
-        if path.stat().st_size > limits.max_file_bytes:
+        if source_size(path) > limits.max_file_bytes:
             return None
         stream, compressed = _open(path)
         with stream:
@@ -176,7 +175,7 @@ def _longest_gap(view: Any) -> int:
     return int(np.diff(np.flatnonzero(view == 10)).max(initial=0))
 
 
-def _parse(path: Path, lines: int, compressed: bool) -> Any:
+def _parse(path: Source, lines: int, compressed: bool) -> Any:
     """The columns as a pyarrow table, or ``None`` when a line does not fit the six fields."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
@@ -196,7 +195,8 @@ def _parse(path: Path, lines: int, compressed: bool) -> Any:
         include_columns=["qid", "docno", "rank", "score", "tag"],
     )
     try:
-        with pa.input_stream(str(path), compression="gzip" if compressed else None) as stream:
+        where = pa.py_buffer(path.data) if isinstance(path, InMemory) else str(path)
+        with pa.input_stream(where, compression="gzip" if compressed else None) as stream:
             table = pcsv.read_csv(stream, read, parse, convert)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None

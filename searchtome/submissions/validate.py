@@ -27,7 +27,7 @@ from searchtome.io import PathLike
 from searchtome.metrics.structure import NodeKind, classify
 from searchtome.runs import Run, Submission
 from searchtome.submissions.jsonl import Answer, LineParser
-from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, detect_format
+from searchtome.submissions.lines import DEFAULT_LIMITS, Limits, Source, detect_format
 from searchtome.submissions.problems import (
     Predictions,
     Problem,
@@ -36,7 +36,12 @@ from searchtome.submissions.problems import (
     counts_of,
     quote,
 )
-from searchtome.submissions.reader import SubmissionFiles, open_submission, read_predictions
+from searchtome.submissions.reader import (
+    SubmissionFiles,
+    open_submission,
+    read_predictions,
+    upload_files,
+)
 from searchtome.submissions.schema import PREDICTION_FILES, RunFormat
 
 # Problems after which the predictions file was not read to its end (so no query is "missing").
@@ -193,11 +198,40 @@ def validate_submission(
     Memory is therefore bounded by the dataset and one line, whatever the file holds (see
     docs/submissions.md, "Memory").
     """
-    dataset = data if isinstance(data, Dataset) else load(data)
     path = Path(path)
     if run_format not in ("auto", "jsonl", "trec"):
         raise SearchTomeError(f"unknown run format {run_format!r}; use auto, jsonl or trec")
     files = open_submission(path, limits=limits, require_meta=require_meta)
+    return _validate_files(files, data, split, partial, run_format, limits, keep_run)
+
+
+def validate_upload(
+    meta: bytes,
+    predictions_name: str,
+    predictions: bytes,
+    data: Dataset | PathLike,
+    split: str = "test",
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+) -> ValidationReport:
+    """Check an upload held in memory (``meta.json``'s bytes and the predictions file's) as
+    :func:`validate_submission` checks a folder, without writing it to disk; problems name the
+    files bare (``predictions.jsonl:3: ...``)."""
+    files = upload_files(meta, predictions_name, predictions, limits=limits)
+    return _validate_files(files, data, split, False, "auto", limits, True)
+
+
+def _validate_files(
+    files: SubmissionFiles,
+    data: Dataset | PathLike,
+    split: str,
+    partial: bool,
+    run_format: RunFormat,
+    limits: Limits,
+    keep_run: bool,
+) -> ValidationReport:
+    dataset = data if isinstance(data, Dataset) else load(data)
+    path = files.path
     pred_path = files.predictions_path
     fmt = detect_format(pred_path, limits) if run_format == "auto" else run_format
     check = _SplitCheck(dataset, split, keep_run, limits)
@@ -298,7 +332,7 @@ class MalformedIds:
         )
 
 
-def _bare_name(path: Path) -> str:
+def _bare_name(path: Source) -> str:
     """A bare file's run name, as the reader gives it: the folder of ``predictions.jsonl``."""
     return path.parent.name if path.name in PREDICTION_FILES else path.name.split(".")[0]
 
@@ -325,7 +359,7 @@ class _SplitCheck:
         self.malformed = MalformedIds(dataset)
         self.canonical = {node: node for node in dataset.nodes} if keep_run else {}
 
-    def stream_jsonl(self, path: Path) -> None:
+    def stream_jsonl(self, path: Source) -> None:
         self.shown = str(path)
         # Only the split's queries are remembered: made-up ids cannot grow any table.
         parser = LineParser(self.shown, self.problems, remember=self.expected_set.__contains__)

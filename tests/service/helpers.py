@@ -257,6 +257,22 @@ def wait_scored(url: str, token: str, public_id: str, timeout: float = 60) -> di
     return seen
 
 
+def board_rows(url: str, until: Any = None, scope: str = "public") -> list[dict[str, Any]]:
+    """The leaderboard's rows of ``scope``; with ``until`` (rows -> bool), once it holds.
+
+    A scoring worker refreshes the stored board just after it records a score, so a run is on
+    the board a moment after its status says ``scored``.
+    """
+    rows: list[dict[str, Any]] = []
+
+    def ready() -> bool:
+        rows[:] = get(url + "/api/leaderboard")[1].get(scope, {}).get("rows", [])
+        return until is None or bool(until(rows))
+
+    wait_until(ready, 30, lambda: rows)
+    return rows
+
+
 # -- PostgreSQL ----------------------------------------------------------------------------------
 
 

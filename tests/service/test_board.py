@@ -32,7 +32,11 @@ def test_aggregates_and_tests_match_the_leaderboard_package(release) -> None:
     runs, subs = [], []
     for name, right in (("a", 1.0), ("b", 0.6), ("c", 0.3)):
         folder = submission(root / name, private, name, right=right)
-        report, error = validate(folder, full, "test", Limits())
+        meta, preds = (
+            (folder / "meta.json").read_bytes(),
+            (folder / "predictions.jsonl").read_bytes(),
+        )
+        report, error = validate(meta, "predictions.jsonl", preds, full, "test", Limits())
         assert error is None and report.submission is not None
         values = unpack_scores(pack_scores(report, full, "test"))
         runs.append(Run(name, "team", name, 0.0, False, values, {}))
@@ -75,3 +79,79 @@ def test_nothing_per_query_in_the_board(release) -> None:
     runs = [Run("k", "t", "s", 0.0, True, values, {})]
     text = json.dumps(leaderboard(runs, scopes, settings, revealed=True))
     assert not any(q in text for q in scopes.query_ids)
+
+
+def test_a_board_reusing_earlier_tests_equals_one_computed_afresh(release) -> None:
+    from searchtome.service.board import TestMemo
+
+    root, public, private = release
+    full = with_private(load(public), private)
+    settings = ServerSettings(
+        split="test", permutations=300, bootstrap=100, secret="22" * 32, private_fraction=0.4
+    )
+    scopes = Scopes.of(load(public), settings)
+    runs = []
+    for i, right in enumerate((0.7, 0.6, 0.3, 0.5, 1.0)):
+        folder = submission(root / f"m{i}", private, f"m{i}", right=right)
+        meta, preds = (
+            (folder / "meta.json").read_bytes(),
+            (folder / "predictions.jsonl").read_bytes(),
+        )
+        report, error = validate(meta, "predictions.jsonl", preds, full, "test", Limits())
+        assert error is None
+        values = unpack_scores(pack_scores(report, full, "test"))
+        runs.append(Run(f"m{i}", f"team{i % 2}", f"m{i}", float(i), i == 4, values, {}))
+    memo = TestMemo()
+    leaderboard(runs[:2], scopes, settings, revealed=True, memo=memo)
+    before = len(memo.raw)
+    # one more run below the top: one new test per scope it shows in, the rest reused
+    grown = leaderboard(runs[:3], scopes, settings, revealed=True, memo=memo)
+    assert len(memo.raw) == before + 1
+    assert grown == leaderboard(runs[:3], scopes, settings, revealed=True)
+    # a new top run: every run is tested against it again, still the same board
+    for n in (4, 5):
+        stored = TestMemo(json.loads(json.dumps(memo.kept())))  # as the database keeps it
+        again = leaderboard(runs[:n], scopes, settings, revealed=True, memo=stored)
+        assert again == leaderboard(runs[:n], scopes, settings, revealed=True)
+        memo = stored
+    assert again["public"]["rows"][0]["id"] == "m4"
+
+
+def test_two_workers_take_turns_to_refresh_the_board(tmp_path) -> None:
+    from searchtome.service import cache
+    from searchtome.service.db import make_engine, migrate, sqlite_url
+
+    engine = make_engine(sqlite_url(tmp_path / "turns.db"))
+    migrate(engine)
+    assert cache._take_turn(engine, "worker-a")
+    assert cache._take_turn(engine, "worker-a")  # its own turn again
+    assert not cache._take_turn(engine, "worker-b")  # a is refreshing
+    with engine.begin() as conn:  # a's turn ran out (it died mid-refresh)
+        old = f"worker-a {1.0}"
+        conn.execute(cache.flags.update().values(value=old))
+    assert cache._take_turn(engine, "worker-b")
+    engine.dispose()
+
+
+def test_a_refresh_after_a_recorded_change_never_fails_the_change(release, tmp_path) -> None:
+    import sqlite3
+
+    from searchtome.service import cache
+    from searchtome.service.db import make_engine, migrate, sqlite_url
+
+    _root, public, _private = release
+    settings = ServerSettings(split="test", permutations=100, bootstrap=50, secret="33" * 32)
+    scopes = Scopes.of(load(public), settings)
+    engine = make_engine(sqlite_url(tmp_path / "locked.db"), busy_timeout_ms=100)
+    migrate(engine)
+    holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        assert cache.refresh_after_change(engine, scopes, settings) is False  # logged, not raised
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert cache.refresh_after_change(engine, scopes, settings) is True
+    with engine.connect() as conn:
+        assert cache.stored(conn) is not None
+    engine.dispose()

@@ -7,6 +7,7 @@ an upload the database could not store is answered with a clear error and not co
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -91,7 +92,6 @@ def test_a_stale_worker_cannot_write_after_losing_its_lease(release) -> None:
         meta="{}",
         predictions_name="predictions.jsonl",
         predictions=b"",
-        counts={},
         daily_limit=5,
     )
     first = store.claim(engine, "w1", lease_seconds=0.01)
@@ -114,7 +114,6 @@ def test_a_stale_worker_cannot_write_after_losing_its_lease(release) -> None:
         meta="{}",
         predictions_name="predictions.jsonl",
         predictions=b"",
-        counts={},
         daily_limit=5,
     )
     for worker in ("w4", "w5"):
@@ -178,10 +177,15 @@ def test_a_full_database_is_a_clear_error_and_loses_nothing(release) -> None:
     with Server(home, workers=0) as server:
         first = json.loads(upload(server.url, token, preds, meta)[1])["id"]
     pages = sqlite3.connect(home / "server.db").execute("PRAGMA page_count").fetchone()[0]
+    # Stored compressed, the small run would fit in the file's free pages many times: this one
+    # carries 64 KB of random hex after its first line (accepted, for the worker to refuse).
+    big = preds + b"\n".join(
+        os.urandom(32_000).hex().encode()[i : i + 80] for i in range(0, 64_000, 80)
+    )
     with Server(home, workers=0, env={"SEARCHTOME_SERVER_SQLITE_MAX_PAGES": str(pages)}) as server:
         refused = []
         for _ in range(5):  # the file may hold a page or two of free space
-            status, raw, _ = upload(server.url, token, preds, meta)
+            status, raw, _ = upload(server.url, token, big, meta)
             if status != 202:
                 refused.append((status, json.loads(raw)["error"]))
                 break

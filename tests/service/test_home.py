@@ -121,3 +121,27 @@ def test_server_json_is_typed_one_line_per_bad_value_and_unknown_keys_kept(tmp_p
     home = open_home(tmp_path)
     assert home.settings.daily_limit == 9 and home.settings.extra == {"later": {"x": 1}}
     assert json.loads(dumps(write_document(SERVER, home.settings)))["later"] == {"x": 1}
+    done = cli("server", "migrate", "--home", str(home))  # never downgrades a newer one
+    assert done.returncode == 1 and "newer than this searchtome" in done.stderr
+
+
+def test_add_team_in_bulk_is_one_transaction(release, tmp_path) -> None:
+    root, public, private = release
+    home = root / "bulk"
+    init_home(home, public, private)
+    listed = tmp_path / "teams.txt"
+    listed.write_text("# one a line\nteam-c\n\nteam-d\n")
+    done = cli("server", "add-team", "--home", str(home), "team-a", "team-b", "--from", str(listed))
+    assert done.returncode == 0, done.stderr
+    lines = [line.split("\t") for line in done.stdout.splitlines()]
+    assert [name for name, _ in lines] == ["team-a", "team-b", "team-c", "team-d"]
+    engine = make_engine(f"sqlite:///{home / 'server.db'}")
+    with engine.connect() as conn:
+        assert [authenticate(conn, token).name for _, token in lines] == [n for n, _ in lines]
+    # one name taken or malformed: none of the others is added
+    for names in (["team-e", "team-a"], ["team-f", "bad/name"], ["team-g", "team-g"]):
+        done = cli("server", "add-team", "--home", str(home), *names)
+        assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, names
+    listing = cli("server", "list", "--home", str(home)).stdout
+    assert "team-d" in listing and not any(f"team-{c}" in listing for c in "efg")
+    engine.dispose()

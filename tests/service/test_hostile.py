@@ -20,6 +20,7 @@ from tests.service.helpers import (
     Server,
     add_team,
     blind_release,
+    cli,
     get,
     init_home,
     post,
@@ -100,15 +101,47 @@ def cases(good: tuple[bytes, bytes]) -> dict[str, tuple[bytes, bytes, str]]:
     }
 
 
-def test_each_hostile_upload_is_one_line_4xx(hostile) -> None:
+# Refused before the 202 by the web process's cheap pass (meta.json, the first line, the caps);
+# the rest are accepted and refused by the scoring worker, which reads the whole file.
+REFUSED_AT_ONCE = {
+    "not json",
+    "deeply nested",
+    "huge integer",
+    "not utf-8",
+    "empty",
+    "gzip bomb",
+    "2 GB line",
+    "meta not json",
+    "meta field missing",
+    "meta nested",
+}
+
+
+def test_each_hostile_upload_is_one_line_4xx_or_rejected_in_one_line(hostile) -> None:
     server, token, good = hostile
     assert len(cases(good)["2 GB line"][0]) < 4 << 20
+    queued = {}
     for name, (preds, meta, filename) in cases(good).items():
         status, raw, _ = upload(server.url, token, preds, meta, filename)
         assert status < 500, (name, server.output()[-3000:])
-        message = one_line_error(status, raw)
-        assert status in (413, 422), (name, status, message)
+        if name in REFUSED_AT_ONCE:
+            message = one_line_error(status, raw)
+            assert status in (413, 422), (name, status, message)
+        else:
+            assert status == 202, (name, raw)
+            queued[name] = json.loads(raw)["id"]
         assert get(server.url + "/api/health")[0] == 200, name
+    assert set(queued) == {"duplicate query", "unknown query", "missing queries"}
+    assert cli("server", "worker", "--home", str(server.home), "--once").returncode == 0
+    expected = {
+        "duplicate query": "predictions.jsonl:2: query_id: duplicate query",
+        "unknown query": "unknown query 'q-nope'",
+        "missing queries": "queries have no line",
+    }
+    for name, public_id in queued.items():
+        body = get(f"{server.url}/api/submissions/{public_id}", token)[1]
+        assert body["state"] == "rejected", (name, body)
+        assert "\n" not in body["error"] and expected[name] in body["error"], (name, body)
     assert upload(server.url, token, *good)[0] == 202  # still accepting good ones
 
 

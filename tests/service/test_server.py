@@ -12,6 +12,7 @@ from tests.service.helpers import (
     Server,
     add_team,
     blind_release,
+    board_rows,
     cli,
     get,
     init_home,
@@ -56,6 +57,9 @@ def test_submit_wait_prints_the_public_score(served, capsys) -> None:
     assert "scored" in out and "public (15 queries): R@1 100.0" in out
     assert "remaining: 2 of 3 today (UTC)" in out
     assert "private" not in out  # not revealed yet
+    # the worker logs each job's claim and finish with its time
+    log = server.output()
+    assert "claimed" in log and " scored in " in log and "s CPU)" in log
 
 
 def test_the_leaderboard_ranks_runs_and_tests_them_against_the_top(served) -> None:
@@ -76,6 +80,7 @@ def test_the_leaderboard_ranks_runs_and_tests_them_against_the_top(served) -> No
         ]
     )
     assert code == 0
+    board_rows(server.url, lambda rows: "half" in {r["system"] for r in rows})
     status, board, _headers = get(server.url + "/api/leaderboard")
     assert status == 200
     rows = board["public"]["rows"]
@@ -138,12 +143,19 @@ def test_a_rejected_upload_exits_non_zero_with_the_validators_line(
     folder = submission(tmp_path / "dup", private, "dup")
     lines = (folder / "predictions.jsonl").read_text().splitlines()
     (folder / "predictions.jsonl").write_text("\n".join([lines[0], *lines]) + "\n")
-    code = main(
-        ["submit", str(folder), "--server", server.url, "--token", tokens["alpha"], "--no-progress"]
-    )
+    argv = ["submit", str(folder), "--server", server.url, "--token", tokens["alpha"]]
+    # Accepted at once (the web process checks only the first line); the worker refuses it.
+    assert main([*argv, "--no-progress"]) == 0
+    assert "accepted as" in capsys.readouterr().out
+    code = main([*argv, "--wait", "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1
-    assert len(err) == 1 and "(422)" in err[0] and "predictions.jsonl:2:" in err[0]
+    assert len(err) == 1 and ": rejected: predictions.jsonl:2: query_id: duplicate" in err[0]
+    # a bad first line is refused before the 202, with the same line
+    (folder / "predictions.jsonl").write_text("not json\n" + "\n".join(lines) + "\n")
+    assert main([*argv, "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "(422)" in err[0] and "predictions.jsonl:1: json: not valid" in err[0]
 
 
 def test_final_runs_are_capped_and_private_scores_wait_for_reveal(served) -> None:
@@ -195,6 +207,19 @@ def test_quota_is_per_team_and_day(served) -> None:
     assert upload(server.url, second, preds, meta)[0] == 202  # another team's quota
 
 
+def test_a_run_the_worker_rejects_gives_its_quota_back(served) -> None:
+    server, home, private, _tokens, root = served
+    folder = submission(root / "refund", private, "refund")
+    preds, meta = (folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes()
+    token = add_team(home, "refund")
+    first = preds.splitlines(keepends=True)[0]
+    status, raw, _ = upload(server.url, token, first + preds, meta)  # duplicate line 2
+    assert status == 202
+    state = wait_scored(server.url, token, json.loads(raw)["id"])
+    assert state["state"] == "rejected" and "duplicate query" in state["error"]
+    assert [upload(server.url, token, preds, meta)[0] for _ in range(4)] == [202, 202, 202, 429]
+
+
 def race(url: str, token: str, preds: bytes, meta: bytes, n: int = 2) -> list[int]:
     """``n`` uploads released at the same instant; their HTTP statuses."""
     import threading
@@ -236,7 +261,9 @@ def test_names_from_meta_are_escaped_on_the_page(served) -> None:
     if status == 422:  # the validator refuses such a name: nothing to escape
         return
     assert status == 202
-    wait_scored(server.url, token, json.loads(raw)["id"])
+    run_id = json.loads(raw)["id"]
+    wait_scored(server.url, token, run_id)
+    board_rows(server.url, lambda rows: run_id in {r["id"] for r in rows})
     page = get(server.url + "/")[1]
     assert "<img src=x" not in page and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
 
@@ -258,7 +285,7 @@ def test_a_revoked_team_cannot_upload_and_leaves_the_board(served) -> None:
         board = get(server.url + "/api/leaderboard")[1]
         return {r["system"] for r in board.get("after_deadline", {}).get("rows", [])}
 
-    assert "leaving-run" in systems()
+    board_rows(server.url, lambda rows: "leaving-run" in {r["system"] for r in rows})
     assert cli("server", "revoke", "--home", str(home), "leaving").returncode == 0
     assert "leaving-run" not in systems()
     assert upload(server.url, token, b"", b"{}")[0] == 401

@@ -2,6 +2,15 @@
 // local times beside UTC, the board filter, the team's own runs with final marking, uploads.
 // The token lives in this page's memory only: no cookie, no storage.
 "use strict";
+// A scored run reaches the stored board a moment later (the scoring worker refreshes it just
+// after); wait for it, 30 s at most (under the Ladder a run that is no improvement never shows).
+async function onBoard(id) {
+  for (let i = 0; i < 60; i += 1) {
+    const board = await (await fetch("/api/leaderboard")).json();
+    if ((board.public.rows || []).some((row) => row.id === id)) return;
+    await new Promise((done) => setTimeout(done, 500));
+  }
+}
 document.addEventListener("DOMContentLoaded", () => {
   const $ = (id) => document.getElementById(id);
   const token = () => $("token").value.trim();
@@ -112,6 +121,7 @@ document.addEventListener("DOMContentLoaded", () => {
       if (!poll.ok) { say("status", "error: " + state.error); return; }
       if (state.state === "scored") {
         say("status", "scored");
+        await onBoard(reply.id);
         await refreshBoards();
         await showRuns();
         return;
