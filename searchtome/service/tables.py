@@ -28,7 +28,7 @@ entries = sa.Table(
     "entries",
     metadata,
     sa.Column("submission_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
-    sa.Column("phase", sa.String(64), nullable=True),
+    sa.Column("phase", sa.String(64), nullable=True, index=True),
     sa.Column("late", sa.Boolean, nullable=False),
 )
 # Uploads the validator refused, kept only when the organiser counts them against the quota.
@@ -36,7 +36,7 @@ refusals = sa.Table(
     "refusals",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False, index=True),
     sa.Column("day", sa.String(10), nullable=False),
     sa.Column("phase", sa.String(64), nullable=True),
     sa.Column("at", sa.Float, nullable=False),
@@ -46,7 +46,7 @@ releases = sa.Table(
     "releases",
     metadata,
     sa.Column("submission_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
-    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False, index=True),
     sa.Column("shown_id", sa.Integer, sa.ForeignKey("submissions.id"), nullable=False),
     sa.Column("released_at", sa.Float, nullable=False),
 )

@@ -63,8 +63,8 @@ def test_a_team_lists_its_runs_gets_its_uploads_back_and_hides_one(served, capsy
 
     status, listed, _ = get(server.url + "/api/submissions", token)
     assert status == 200 and listed["team"] == "mine"
-    runs = {r["id"]: r for r in listed["submissions"]}
-    assert list(runs) == [plain, packed, bad]  # its own, oldest first; never another team's
+    runs = {r["id"]: r for r in listed["runs"]}
+    assert list(runs) == [bad, packed, plain]  # its own, newest first; never another team's
     assert runs[plain]["scores"]["public"]["aggregate"]["R@1"] == 1.0
     assert runs[packed]["scores"]["public"]["aggregate"]["R@1"] < 1.0
     assert runs[bad]["state"] == "rejected" and "duplicate query" in runs[bad]["error"]
@@ -106,7 +106,7 @@ def test_a_team_lists_its_runs_gets_its_uploads_back_and_hides_one(served, capsy
         ["submissions", "--server", server.url, "--token", token, "--show", plain, "--no-progress"]
     )
     out = capsys.readouterr().out.splitlines()
-    assert code == 0 and out[0] == "team mine: 3 runs"
+    assert code == 0 and out[0] == "team mine: 3 runs, newest first"
     lines = {line.split()[0]: line for line in out[2:]}
     assert "final" in lines[packed] and "hidden" not in lines[plain] and "100.0" in lines[plain]
     assert "rejected" in lines[bad] and "duplicate query" in lines[bad]

@@ -110,7 +110,6 @@ def test_a_job_whose_worker_died_twice_fails_with_a_log_line_and_its_quota_back(
         meta="{}",
         predictions_name="predictions.jsonl",
         predictions=b"",
-        counts={},
         daily_limit=5,
     )
     used = sa.select(quota.c.count).where(quota.c.team_id == team.id)
