@@ -18,7 +18,14 @@ from searchtome.service.replies import (
     SubmissionState,
     read_reply,
 )
-from tests.service.helpers import Server, add_team, blind_release, init_home, submission
+from tests.service.helpers import (
+    Server,
+    add_team,
+    blind_release,
+    board_rows,
+    init_home,
+    submission,
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +64,7 @@ def test_every_reply_reads_through_its_type(served) -> None:
     first = client.state(accepted.id)
     own = client.runs()
     assert own.team == "alpha" and {r.id for r in own.runs} == {accepted.id, state.id}
+    board_rows(server.url, lambda rows: len(rows) == 2)  # the stored board follows the scores
     board = client.board()
     assert isinstance(board, ServiceBoard) and board.public.rows
     assert {r.system for r in board.public.rows} <= {"perfect", "half"}
