@@ -19,7 +19,7 @@ D = ServerSettings()  # help texts read the defaults from the settings' fields
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``searchtome server init|add-team|revoke|list|run|worker|migrate|reveal|phase|log|
+    """Add ``searchtome server init|add-team|revoke|add-member|revoke-member|list|run|worker|migrate|reveal|phase|log|
     requeue|rescore``."""
     p = subparsers.add_parser(
         "server",
@@ -66,6 +66,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     init.add_argument(
         "--rules", metavar="FILE", help="a text file of rules shown on the page (paragraphs)"
     )
+    init.add_argument(
+        "--anonymous",
+        action="store_true",
+        default=None,
+        help="the board shows teams as 'team N' until `server reveal` (each team sees its name)",
+    )
     _availability_options(init)
     init.add_argument(
         "--public-scores",
@@ -106,15 +112,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="also the names in FILE, one a line (blank lines and # comments skipped)",
     )
+    add.add_argument(
+        "--baseline",
+        action="store_true",
+        help="the organisers' baselines: shown on the board, marked, outside the ranks",
+    )
     add.set_defaults(func=_add_team)
     revoke = sub.add_parser(
         "revoke", parents=[home], help="revoke a team's token and hide its runs"
     )
     revoke.add_argument("name", help="the team to revoke")
     revoke.set_defaults(func=_revoke)
-    sub.add_parser("list", parents=[home], help="teams and their submissions").set_defaults(
-        func=_list
+    sub.add_parser(
+        "list", parents=[home], help="teams, their members and submissions"
+    ).set_defaults(func=_list)
+    member = sub.add_parser(
+        "add-member", parents=[home], help="give a team's member a token; prints it once"
     )
+    member.add_argument("team", help="the team")
+    member.add_argument("member", help="the member's name: letters, digits, . _ -")
+    member.set_defaults(func=_add_member)
+    unmember = sub.add_parser(
+        "revoke-member", parents=[home], help="revoke one member's token (the team's stay)"
+    )
+    unmember.add_argument("team", help="the team")
+    unmember.add_argument("member", help="the member to revoke")
+    unmember.set_defaults(func=_revoke_member)
 
     run = sub.add_parser("run", parents=[home], help="serve the leaderboard and score uploads")
     run.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
@@ -313,6 +336,7 @@ def _init(args: argparse.Namespace) -> int:
         title=args.title,
         description=args.description,
         rules=_read_rules(args.rules),
+        anonymous=args.anonymous,
         **_availability_settings(args),
         public_scores=args.public_scores,
         ladder_margin=args.ladder_margin,
@@ -355,9 +379,10 @@ def _add_team(args: argparse.Namespace) -> int:
 
     names = _team_names(args)
     engine = _engine(args)
-    added = add_teams(engine, names)
+    added = add_teams(engine, names, baseline=args.baseline)
+    what = "baseline team" if args.baseline else "team"
     for name, _token in added:
-        record(engine, Path(args.home), Event.TEAM_ADDED, name, "team added; token handed out")
+        record(engine, Path(args.home), Event.TEAM_ADDED, name, f"{what} added; token handed out")
     if len(added) == 1 and not args.from_file:  # one name: the token alone, as scripts read it
         print(added[0][1])
     else:
@@ -386,14 +411,49 @@ def _revoke(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     import time
 
+    from searchtome.service.members import list_members
     from searchtome.service.store import list_teams
 
-    rows = list_teams(_engine(args))
+    engine = _engine(args)
+    rows, members = list_teams(engine), list_members(engine)
     print(f"{'team':<24} {'created (UTC)':<17} {'status':<8} submissions")
     for r in rows:
         created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_at"]))
         status = "revoked" if r["revoked_at"] else "active"
-        print(f"{r['name']:<24} {created:<17} {status:<8} {r['submissions']}")
+        tag = "  (baseline)" if r["baseline"] else ""
+        print(f"{r['name']:<24} {created:<17} {status:<8} {r['submissions']}{tag}")
+        for m in members.get(r["name"], []):
+            added = time.strftime("%Y-%m-%d %H:%M", time.gmtime(m["created_at"]))
+            state = "revoked" if m["revoked_at"] or r["revoked_at"] else "active"
+            print(f"  member {m['name']:<15} {added:<17} {state}")
+    return 0
+
+
+def _add_member(args: argparse.Namespace) -> int:
+    import sys
+
+    from searchtome.service.members import add_member
+
+    engine = _engine(args)
+    token = add_member(engine, args.team, args.member)
+    record(engine, Path(args.home), Event.MEMBER_ADDED, args.team, f"member {args.member} added")
+    print(token)
+    print(
+        f"member {args.member!r} of team {args.team!r} added; the token is shown once: hand "
+        "it to them",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _revoke_member(args: argparse.Namespace) -> int:
+    from searchtome.service.members import revoke_member
+
+    engine = _engine(args)
+    revoke_member(engine, args.team, args.member)
+    what = f"member {args.member} revoked"
+    record(engine, Path(args.home), Event.MEMBER_REVOKED, args.team, what)
+    print(f"member {args.member!r} of team {args.team!r} revoked: their token no longer works")
     return 0
 
 

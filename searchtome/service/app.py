@@ -37,6 +37,7 @@ from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.html_assets import CSS as LEADERBOARD_CSS
 from searchtome.service import admission, cache, mine, page, standings, store
 from searchtome.service.board import Scopes, runs_from_rows
+from searchtome.service.boardcsv import board_csv
 from searchtome.service.checks import predictions_name, quick_check, system_name
 from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
 from searchtome.service.guard import Clock, RevokedTeams, SmallBodies, TeamSlots, clocked
@@ -433,6 +434,15 @@ async def get_leaderboard(request: Request) -> Response:
     return Response(document, media_type="application/json")
 
 
+async def get_leaderboard_csv(request: Request) -> Response:
+    document = await request.app.state.service.current_board()
+    return Response(
+        board_csv(document),
+        media_type="text/csv; charset=utf-8",
+        headers={"content-disposition": 'attachment; filename="leaderboard.csv"'},
+    )
+
+
 async def index(request: Request) -> Response:
     return HTMLResponse(await request.app.state.service.current_page())
 
@@ -533,6 +543,7 @@ def create_app(home: Home | None = None) -> Starlette:
             Route("/favicon.ico", lambda request: Response(status_code=204)),
             Route("/api/health", health),
             Route("/api/leaderboard", get_leaderboard),
+            Route("/api/leaderboard.csv", get_leaderboard_csv),
             Route("/api/submissions", post_submission, methods=["POST"]),
             Route("/api/submissions", list_submissions, methods=["GET"]),
             Route("/api/submissions/{public_id:str}", get_submission),

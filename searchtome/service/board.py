@@ -41,6 +41,7 @@ class Run:
     final: bool
     values: dict[str, np.ndarray]
     meta: dict[str, Any]
+    baseline: bool = False  # the organisers' baseline: shown, marked, outside the ranks
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,24 @@ class Scopes:
         )
 
 
-def runs_from_rows(rows: Sequence[Any]) -> list[Run]:
+def runs_from_rows(rows: Sequence[Any], anonymous: bool = False) -> list[Run]:
+    """Runs of stored rows; ``anonymous``: participants shown as ``team <id>`` (baselines keep
+    their names: they are the organisers')."""
     out = []
     for r in rows:
         values = unpack_scores(r.scores)
         shown = shown_meta(parse_run_meta(json.loads(r.meta)))
         system = visible(r.system)
-        out.append(Run(r.public_id, r.team, system, r.created_at, bool(r.final), values, shown))
+        baseline = bool(getattr(r, "baseline", False))
+        team = anonymous_name(r.team_id) if anonymous and not baseline else r.team
+        created, final = r.created_at, bool(r.final)
+        out.append(Run(r.public_id, team, system, created, final, values, shown, baseline))
     return out
+
+
+def anonymous_name(team_id: int) -> str:
+    """A team's name on an anonymous board: its number, stable for the competition's life."""
+    return f"team {team_id}"
 
 
 def shown_meta(meta: RunMeta) -> dict[str, Any]:
@@ -203,11 +214,14 @@ def _rows(
 ) -> list[dict[str, Any]]:
     tests = _tests(board, ranked, settings, memo, scope)
     rows = []
-    for rank, r in enumerate(ranked, 1):
+    rank = 0
+    for r in ranked:
         delta = {m: tests[r.key, m] for m in MAIN_MEASURES if (r.key, m) in tests}
+        rank += 0 if r.baseline else 1  # baselines are shown in place but take no rank
         rows.append(
             {
-                "rank": rank,
+                "rank": None if r.baseline else rank,
+                "baseline": r.baseline,
                 "id": r.key,
                 "team": r.team,
                 "system": r.system,

@@ -74,7 +74,7 @@ def compute(engine: Engine, scopes: Scopes, settings: ServerSettings) -> Cached:
         ctx = standings.read_context(conn)
         raw = conn.execute(sa.select(boards.c.tests).where(boards.c.name == BOARD)).scalar()
     memo = TestMemo(json.loads(raw) if raw else {})
-    runs = runs_from_rows(rows)
+    runs = runs_from_rows(rows, anonymous=settings.anonymous and not revealed)
     document = standings.competition_board(runs, ctx, scopes, settings, revealed, memo)
     return Cached(key, json.dumps(document), time.time(), json.dumps(memo.kept()))
 

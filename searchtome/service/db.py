@@ -44,6 +44,8 @@ teams = sa.Table(
     sa.Column("token_hash", sa.String(64), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("revoked_at", sa.Float, nullable=True),
+    # the organisers' baselines: shown on the board, marked, outside the ranks (version 5)
+    sa.Column("baseline", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
 )
 submissions = sa.Table(
     "submissions",
@@ -283,8 +285,36 @@ def _v4_competition(conn: Connection) -> None:
     md.create_all(conn, tables=new)
 
 
+def _v5_members(conn: Connection) -> None:
+    """Members of a team, each with a token of their own; teams can be the organisers' baselines.
+
+    Frozen DDL: this migration's own definitions, never the live tables.
+    """
+    md = sa.MetaData()
+    sa.Table("teams", md, sa.Column("id", sa.Integer, primary_key=True))
+    members = sa.Table(
+        "members",
+        md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False, index=True),
+        sa.Column("name", sa.String(64), nullable=False),
+        sa.Column("token_hash", sa.String(64), nullable=False),
+        sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("revoked_at", sa.Float, nullable=True),
+        sa.UniqueConstraint("team_id", "name", name="uq_members_team_name"),
+    )
+    md.create_all(conn, tables=[members])
+    conn.exec_driver_sql("ALTER TABLE teams ADD COLUMN baseline BOOLEAN NOT NULL DEFAULT false")
+
+
 # Each entry brings the schema from version i to i + 1; append, never edit a released one.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1, _v2, _v3_workers, _v4_competition)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
+    _v1,
+    _v2,
+    _v3_workers,
+    _v4_competition,
+    _v5_members,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

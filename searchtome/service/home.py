@@ -63,6 +63,7 @@ class ServerSettings(Record):
     title: str = ""  # the competition's name on its page (default: the dataset's)
     description: str = ""  # what the competition is, shown under the title
     rules: str = ""  # the rules, shown on the page (blank lines separate paragraphs)
+    anonymous: bool = False  # the board shows "team <id>" for participants until `server reveal`
     secret: str = ""  # key of the query split; never shown
     created: float = 0.0
 

@@ -27,6 +27,8 @@ class Event(StrEnum):
 
     TEAM_ADDED = "team-added"
     TEAM_REVOKED = "team-revoked"
+    MEMBER_ADDED = "member-added"
+    MEMBER_REVOKED = "member-revoked"
     JOB_FAILED = "job-failed"
     REQUEUED = "requeued"
     RESCORED = "rescore"

@@ -150,5 +150,5 @@ def frozen_ranking(root: Path, engine: Engine) -> list[str]:
     lines = [f"{scope} ranking ({table['n_queries']} queries), frozen at {frozen}:"]
     for r in table["rows"]:
         r1 = 100 * r["aggregate"]["R@1"]
-        lines.append(f"{r['rank']:>3}  {r['team']:<24} {r['system']:<32} R@1 {r1:5.1f}")
+        lines.append(f"{r['rank'] or '-':>3}  {r['team']:<24} {r['system']:<32} R@1 {r1:5.1f}")
     return lines

@@ -141,7 +141,7 @@ class Delta(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class BoardRow(Record):
-    rank: int
+    rank: int | None  # None: a baseline (shown in place, outside the ranks)
     id: str
     team: str
     system: str
@@ -151,6 +151,7 @@ class BoardRow(Record):
     per_domain: Mapping[str, Mapping[str, float]]
     delta_to_top: Mapping[str, Delta]  # none for the top run itself
     meta: Mapping[str, Any]  # the meta.json fields a page shows
+    baseline: bool = False  # the organisers' baseline (`server add-team --baseline`)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.service import blobs
 from searchtome.service.db import flags, quota, submissions, teams, uploads, write
+from searchtome.service.tables import members
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 2  # a job whose worker died is retried once
@@ -61,9 +62,10 @@ def add_team(engine: Engine, name: str) -> str:
     return add_teams(engine, [name])[0][1]
 
 
-def add_teams(engine: Engine, names: list[str]) -> list[tuple[str, str]]:
+def add_teams(engine: Engine, names: list[str], baseline: bool = False) -> list[tuple[str, str]]:
     """Create several teams in one transaction: all of them, or none when one name is taken or
-    malformed. Returns ``(name, token)`` pairs in the order given."""
+    malformed. Returns ``(name, token)`` pairs in the order given. ``baseline``: the
+    organisers' baselines, shown on the board but outside the ranks."""
     for name in names:
         check_team_name(name)
     repeated = sorted({n for n in names if names.count(n) > 1})
@@ -77,7 +79,9 @@ def add_teams(engine: Engine, names: list[str]) -> list[tuple[str, str]]:
         for name in names:
             secret = secrets.token_urlsafe(32)
             result = conn.execute(
-                teams.insert().values(name=name, token_hash=hash_token(secret), created_at=now)
+                teams.insert().values(
+                    name=name, token_hash=hash_token(secret), created_at=now, baseline=baseline
+                )
             )
             out.append((name, f"st_{result.inserted_primary_key[0]}_{secret}"))
     return out
@@ -123,9 +127,9 @@ def list_teams(engine: Engine) -> list[dict[str, Any]]:
     )
     with engine.connect() as conn:
         rows = conn.execute(
-            sa.select(teams.c.name, teams.c.created_at, teams.c.revoked_at, n_subs).order_by(
-                teams.c.name
-            )
+            sa.select(
+                teams.c.name, teams.c.created_at, teams.c.revoked_at, teams.c.baseline, n_subs
+            ).order_by(teams.c.name)
         ).mappings()
         return [dict(r) for r in rows]
 
@@ -136,21 +140,43 @@ class Team:
     name: str
 
 
+TOKEN = re.compile(r"(stm?)_(\d{1,18})_([A-Za-z0-9_-]{20,100})")
+
+
 def authenticate(conn: Connection, token: str) -> Team | None:
-    """The active team holding ``token``; hashes are compared in constant time."""
-    match = re.fullmatch(r"st_(\d{1,18})_([A-Za-z0-9_-]{20,100})", token or "")
+    """The active team holding ``token``: the team's own (``st_``) or one of its members'
+    (``stm_``, see :mod:`searchtome.service.members`); hashes are compared in constant time.
+    A revoked team's members are refused with it."""
+    match = TOKEN.fullmatch(token or "")
     if not match:
         return None
-    row = conn.execute(
-        sa.select(teams.c.id, teams.c.name, teams.c.token_hash, teams.c.revoked_at).where(
-            teams.c.id == int(match.group(1))
+    kind, key, secret = match.groups()
+    if kind == "st":
+        query = sa.select(teams.c.id, teams.c.name, teams.c.token_hash, teams.c.revoked_at)
+        query = query.where(teams.c.id == int(key))
+        member_revoked = None
+    else:
+        query = (
+            sa.select(
+                teams.c.id,
+                teams.c.name,
+                members.c.token_hash,
+                teams.c.revoked_at,
+                members.c.revoked_at.label("member_revoked"),
+            )
+            .join(teams, teams.c.id == members.c.team_id)
+            .where(members.c.id == int(key))
         )
-    ).first()
-    presented = hash_token(match.group(2))
+    row = conn.execute(query).first()
+    if row is not None and kind == "stm":
+        member_revoked = row.member_revoked
+    presented = hash_token(secret)
     stored = row.token_hash if row is not None else hash_token("")
     if not hmac.compare_digest(presented.encode(), stored.encode()) or row is None:
         return None
-    return None if row.revoked_at is not None else Team(row.id, row.name)
+    if row.revoked_at is not None or member_revoked is not None:
+        return None
+    return Team(row.id, row.name)
 
 
 # -- uploads -------------------------------------------------------------------------------------
@@ -486,7 +512,9 @@ def scored_rows(conn: Connection) -> list[Any]:
                 submissions.c.scores,
                 submissions.c.meta,
                 submissions.c.counts,
+                submissions.c.team_id,
                 teams.c.name.label("team"),
+                teams.c.baseline,
             )
             .join(teams, teams.c.id == submissions.c.team_id)
             .where(

@@ -71,3 +71,15 @@ score_history = sa.Table(
     sa.Column("archived_at", sa.Float, nullable=False),
     sa.Column("reason", sa.Text, nullable=False),
 )
+# A team's members, each with a token of their own (created by db._v5_members).
+members = sa.Table(
+    "members",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False, index=True),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+    sa.UniqueConstraint("team_id", "name", name="uq_members_team_name"),
+)
