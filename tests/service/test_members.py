@@ -73,6 +73,12 @@ def test_members_upload_for_their_team_share_its_quota_and_are_revoked_alone(ser
     auth = {"Authorization": f"Bearer {bob}", "Content-Type": "application/json"}
     hid = post(f"{server.url}/api/submissions/{first['id']}/hidden", b'{"hidden": true}', auth)
     assert hid[0] == 200, hid
+    wait_scored(server.url, ann, second["id"])
+    fin = post(f"{server.url}/api/submissions/{second['id']}/final", b'{"final": true}', auth)
+    assert fin[0] == 200 and json.loads(fin[1]) == {"id": second["id"], "final": True}
+    status, back, _ = get(f"{server.url}/api/submissions/{first['id']}/predictions", bob)
+    g1 = (root / "g1" / "predictions.jsonl").read_text()
+    assert status == 200 and back == g1  # another member's upload, back byte for byte
     listed = cli("server", "list", "--home", str(home)).stdout
     assert re.search(r"member ann\s.*active", listed) and "(baseline)" in listed
 
