@@ -131,6 +131,6 @@ def test_listing_baselines_imports_no_baseline_module_and_run_imports_one() -> N
     assert "navtree" not in lines[1] and "generative" not in lines[1]
     assert lines[2] == "True False"
     assert lines[3] == (
-        "18 ['R', 'Success', 'P', 'nDCG', 'RR', 'InBudget', 'TokensToGold', 'NonLeaf', 'Invalid']"
+        "19 ['R', 'Success', 'P', 'nDCG', 'RR', 'InBudget', 'TokensToGold', 'NonLeaf', 'Invalid']"
     )
     assert lines[4].startswith("unknown baseline 'bm52' (did you mean 'bm25'")
