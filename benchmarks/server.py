@@ -22,6 +22,11 @@ uploads (sent but never scored: must be 0); then the PostgreSQL / SQLite ratio. 
 medians of ``GET /api/submissions/{id}`` and ``GET /`` are measured with that history, the
 board refreshed first. ``--code DIR`` runs the servers from another checkout's ``searchtome``
 (the "before" figures), with the same client and the same machine.
+
+``--slow N`` runs each set-up twice, without and then with N slow clients among the honest
+teams (each its own team, sending its headers and then one byte of its body every 2 s for up to
+``--slow-seconds``, as ``benchmarks/slow_clients.py`` does), and prints the honest teams' p99 to
+the 202 and to scored in both, and what the slow clients got back.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from slow_clients import slow_client  # noqa: E402
 
 from searchtome.dataset.blind import rename_run, with_private  # noqa: E402
 from searchtome.dataset.loader import load  # noqa: E402
@@ -233,7 +241,7 @@ def burst(server: Server, tokens: list[str], folders: list[Path], db: str) -> di
         t0 = time.perf_counter()
         try:
             preds = next(folder.glob("predictions.*"))
-            ids[i] = client.upload(preds, folder / "meta.json")["id"]
+            ids[i] = client.upload(preds, folder / "meta.json").id
             to_202[i] = time.perf_counter() - t0
         except Exception as exc:  # a lost upload, counted and shown
             failures.append(f"{type(exc).__name__}: {exc}")
@@ -354,21 +362,52 @@ def reads(server: Server, result: dict[str, Any], timeout: float) -> dict[str, f
 
 def setup_run(
     args: argparse.Namespace, work: Path, folders: list[Path], name: str, db: str | None,
-    web: int, workers: int,
+    web: int, workers: int, slow: int = 0,
 ) -> dict[str, Any]:  # fmt: skip
     home = work / name
-    tokens = make_home(args.code, home, args.public, args.private, args.burst, db)
+    tokens = make_home(args.code, home, args.public, args.private, args.burst + slow, db)
+    honest, slow_tokens = tokens[: args.burst], tokens[args.burst :]
     env = {"PYTHONPATH": str(args.code or ROOT)}
     os.chdir(work)  # `python -m` puts the working folder first on the path: not a checkout
     url = db or f"sqlite:///{home / 'server.db'}"
+    replies: list[str] = []
     with Server(home, workers=workers, web=web, env=env) as server:
-        result = burst(server, tokens, folders, url)
-        if args.stored:
+        drip = gz_copy(folders[0], work / "slow-run")
+        slow_threads = [
+            threading.Thread(
+                target=slow_client,
+                args=(server.port, token, drip, args.slow_seconds, replies),
+                daemon=True,
+            )
+            for token in slow_tokens
+        ]
+        for t in slow_threads:
+            t.start()
+        time.sleep(1.0 if slow_threads else 0)  # the slow ones take their slots first
+        result = burst(server, honest, folders, url)
+        for t in slow_threads:
+            t.join(timeout=args.slow_seconds + 600)
+        result["slow_replies"] = sorted(replies)
+        if args.stored and not slow:
             add_history(url, args.stored)
             result["expected_rows"] = args.burst + args.stored
             result.update(reads(server, result, timeout=args.board_timeout))
         result["peak_rss_mib"] = peak_mib(server.proc.pid)
     return result
+
+
+def gz_copy(folder: Path, out: Path) -> Path:
+    """``folder``'s run as ``predictions.jsonl.gz`` + ``meta.json`` (what a slow client drips)."""
+    import gzip
+
+    out.mkdir(parents=True, exist_ok=True)
+    preds = next(folder.glob("predictions.*"))
+    data = preds.read_bytes()
+    (out / "predictions.jsonl.gz").write_bytes(
+        data if preds.suffix == ".gz" else gzip.compress(data, mtime=0)
+    )
+    shutil.copyfile(folder / "meta.json", out / "meta.json")
+    return out
 
 
 def table(results: dict[str, dict[str, Any]], stored: int) -> list[str]:
@@ -405,6 +444,8 @@ def main() -> int:
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--board-timeout", type=float, default=1800.0)
+    parser.add_argument("--slow", type=int, default=0, help="slow clients among the teams (0)")
+    parser.add_argument("--slow-seconds", type=float, default=40.0, help="a slow body's drip")
     args = parser.parse_args()
     args.public = args.public.resolve()
     args.private = (args.private or args.public.with_name(args.public.name + "-private")).resolve()
@@ -422,14 +463,17 @@ def main() -> int:
     try:
         folders = runs(args.public, args.private, work / "runs", args.ids, args.gzip)
         reference = reference_cpu(args.public, args.private, folders[0])
-        if not args.no_sqlite:
-            results["SQLite, 1 web + 1 worker"] = setup_run(
-                args, work, folders, "sqlite", None, 1, 1
+        with_slow = [0, args.slow] if args.slow else [0]
+        for slow in with_slow if not args.no_sqlite else []:
+            label = f", {slow} slow clients" if slow else ""
+            results[f"SQLite, 1 web + 1 worker{label}"] = setup_run(
+                args, work, folders, f"sqlite{slow}", None, 1, 1, slow
             )
-        if not args.no_postgres:
+        for slow in with_slow if not args.no_postgres else []:
             with postgres() as url:
-                results["PostgreSQL, 2 web + 2 workers"] = setup_run(
-                    args, work, folders, "pg", url, 2, 2
+                label = f", {slow} slow clients" if slow else ""
+                results[f"PostgreSQL, 2 web + 2 workers{label}"] = setup_run(
+                    args, work, folders, f"pg{slow}", url, 2, 2, slow
                 )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -444,8 +488,17 @@ def main() -> int:
     )
     print(f"reference: validate + score one run in-process: {reference:.2f} s CPU")
     print("\n".join(table(results, args.stored)))
-    if len(results) == 2:
-        sq, pg = results.values()
+    plain = {k: r for k, r in results.items() if "slow clients" not in k}
+    for name, r in results.items():
+        if "slow clients" in name:
+            base = plain[name.split(", ")[0] + ", " + name.split(", ")[1]]
+            print(
+                f"{name}: honest p99 to 202 {r['p99_202_s']:.1f} s (without: "
+                f"{base['p99_202_s']:.1f} s), to scored {r['p99_scored_s']:.1f} s (without: "
+                f"{base['p99_scored_s']:.1f} s); slow clients got {', '.join(r['slow_replies'])}"
+            )
+    if len(plain) == 2:
+        sq, pg = plain.values()
         print(
             f"PostgreSQL 2+2 / SQLite 1+1: scored/s {pg['scored_per_s'] / sq['scored_per_s']:.2f}x, "
             f"p99 to scored {pg['p99_scored_s'] / sq['p99_scored_s']:.2f}x"
