@@ -196,7 +196,7 @@ def make_home(
 
 
 def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
+    ordered = sorted(values) or [float("nan")]  # nothing accepted: the failures say why
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
@@ -233,7 +233,7 @@ def burst(server: Server, tokens: list[str], folders: list[Path], db: str) -> di
         t0 = time.perf_counter()
         try:
             preds = next(folder.glob("predictions.*"))
-            ids[i] = client.upload(preds, folder / "meta.json")["id"]
+            ids[i] = client.upload(preds, folder / "meta.json").id
             to_202[i] = time.perf_counter() - t0
         except Exception as exc:  # a lost upload, counted and shown
             failures.append(f"{type(exc).__name__}: {exc}")
