@@ -117,6 +117,52 @@ def test_a_board_reusing_earlier_tests_equals_one_computed_afresh(release) -> No
     assert again["public"]["rows"][0]["id"] == "m4"
 
 
+def test_runs_held_compact_give_the_same_board_and_values_bit_for_bit(release) -> None:
+    from types import SimpleNamespace
+
+    from searchtome.service.board import compact, runs_from_rows
+
+    root, public, private = release
+    full = with_private(load(public), private)
+    settings = ServerSettings(
+        split="test", permutations=200, bootstrap=100, secret="33" * 32, private_fraction=0.4
+    )
+    scopes = Scopes.of(load(public), settings)
+    rows, plain = [], []
+    for i, right in enumerate((0.9, 0.5, 0.2)):
+        folder = submission(root / f"c{i}", private, f"c{i}", right=right)
+        meta = (folder / "meta.json").read_bytes()
+        preds = (folder / "predictions.jsonl").read_bytes()
+        report, error = validate(meta, "predictions.jsonl", preds, full, "test", Limits())
+        assert error is None
+        blob = pack_scores(report, full, "test")
+        rows.append(
+            SimpleNamespace(
+                public_id=f"c{i}", team=f"t{i}", system=f"c{i}", created_at=float(i),
+                final=i == 0, scores=blob, meta=json.dumps({"system": f"c{i}"}),
+            )
+        )  # fmt: skip
+        plain.append(Run(f"c{i}", f"t{i}", f"c{i}", float(i), i == 0, unpack_scores(blob), {}))
+    held = runs_from_rows(rows)
+    assert held[0].values["query_ids"] is held[2].values["query_ids"]  # one array for all
+    assert held[0].values["R@1"].dtype == np.uint8
+    for run, ref in zip(held, plain, strict=True):
+        for name, value in ref.values.items():
+            back = np.asarray(run.values[name], dtype=value.dtype)
+            assert back.tobytes() == value.tobytes(), (run.key, name)
+    assert leaderboard(held, scopes, settings, revealed=True) == leaderboard(
+        plain, scopes, settings, revealed=True
+    )
+    # values a uint8 would change stay as they are: -0.0, NaN, a fraction
+    odd = {
+        "m": np.asarray([0.0, -0.0, 1.0]),
+        "n": np.asarray([1.0, np.nan]),
+        "f": np.asarray([0.5]),
+    }
+    kept = compact(odd, {})
+    assert all(kept[k] is odd[k] for k in odd)
+
+
 def test_two_workers_take_turns_to_refresh_the_board(tmp_path) -> None:
     from searchtome.service import cache
     from searchtome.service.db import make_engine, migrate, sqlite_url
