@@ -38,7 +38,14 @@ from searchtome.leaderboard.html_assets import CSS as LEADERBOARD_CSS
 from searchtome.service import admission, cache, mine, page, standings, store
 from searchtome.service.board import Scopes, runs_from_rows
 from searchtome.service.checks import predictions_name, quick_check, system_name
-from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
+from searchtome.service.db import (
+    check_version,
+    is_busy,
+    is_full,
+    make_engine,
+    one_line,
+    submissions,
+)
 from searchtome.service.guard import Clock, RevokedTeams, SmallBodies, TeamSlots, clocked
 from searchtome.service.health import health
 from searchtome.service.home import Home, open_home
@@ -365,7 +372,7 @@ def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, A
     with service.engine.connect() as conn:
         row = store.submission_row(conn, public_id)
         revealed = store.get_flag(conn, store.REVEALED) == "yes"
-        ctx = standings.read_context(conn)
+        ctx = standings.read_context(conn, only=submissions.c.public_id == public_id)
         shown_id = ctx.entry(public_id).shown
         shown = store.submission_row(conn, shown_id) if shown_id else None
     if row is None or row.team_id != team.id:
@@ -442,7 +449,7 @@ def _own_runs(service: Service, team: store.Team) -> dict[str, Any]:
     with service.engine.connect() as conn:
         rows = store.team_rows(conn, team.id)[::-1]  # newest first
         revealed = store.get_flag(conn, store.REVEALED) == "yes"
-        ctx = standings.read_context(conn)
+        ctx = standings.read_context(conn, only=submissions.c.team_id == team.id)
         shown_ids = {ctx.entry(r.public_id).shown for r in rows} - {None}
         shown = {i: store.submission_row(conn, i) for i in sorted(shown_ids)}
     runs = [
