@@ -201,3 +201,51 @@ def test_a_refresh_after_a_recorded_change_never_fails_the_change(release, tmp_p
     with engine.connect() as conn:
         assert cache.stored(conn) is not None
     engine.dispose()
+
+
+def test_a_kept_run_view_is_never_stale_after_a_reveal_a_release_or_a_rescore(release) -> None:
+    from types import SimpleNamespace
+
+    from searchtome.service.app import _shown_view
+    from searchtome.service.board import runs_from_rows
+    from searchtome.service.phases import Calendar
+    from searchtome.service.standings import Context, Entry, run_view
+
+    root, public, private = release
+    full = with_private(load(public), private)
+    settings = ServerSettings(
+        split="test", secret="44" * 32, private_fraction=0.4, public_scores="ladder"
+    )
+    scopes = Scopes.of(load(public), settings)
+    service = SimpleNamespace(views={}, scopes=scopes, settings=settings)
+    blobs = []
+    for i, right in enumerate((0.3, 0.9, 0.6)):
+        folder = submission(root / f"v{i}", private, f"v{i}", right=right)
+        meta = (folder / "meta.json").read_bytes()
+        preds = (folder / "predictions.jsonl").read_bytes()
+        report, error = validate(meta, "predictions.jsonl", preds, full, "test", Limits())
+        assert error is None
+        blobs.append(pack_scores(report, full, "test"))
+
+    def row(key: str, blob: bytes, scored_at: float) -> SimpleNamespace:
+        return SimpleNamespace(
+            public_id=key, team="t", system=key, created_at=1.0, final=False,
+            scores=blob, meta=json.dumps({"system": key}), scored_at=scored_at,
+        )  # fmt: skip
+
+    def check(run: SimpleNamespace, shown: SimpleNamespace, ctx: Context, revealed: bool) -> None:
+        fresh = run_view(*runs_from_rows([run, shown]), ctx, scopes, settings, revealed)
+        assert _shown_view(service, run, shown, ctx, revealed) == fresh
+        assert _shown_view(service, run, shown, ctx, revealed) == fresh  # now from the memo
+
+    def context(shows: str) -> Context:
+        return Context(Calendar((), 10.0), None, {"a": Entry(shown="a"), "b": Entry(shown=shows)})
+
+    a, b = row("a", blobs[0], 2.0), row("b", blobs[1], 3.0)
+    check(b, a, context("a"), revealed=False)  # b shows a's public scores
+    kept = len(service.views)
+    check(b, a, context("a"), revealed=True)  # the reveal adds the private scores
+    check(b, b, context("b"), revealed=True)  # released again: b shows its own
+    check(b, row("a", blobs[2], 4.0), context("a"), revealed=True)  # a rescored
+    check(row("b", blobs[2], 5.0), b, context("b"), revealed=True)  # b rescored
+    assert len(service.views) == kept + 4
