@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import time
@@ -36,10 +37,17 @@ from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.html_assets import CSS as LEADERBOARD_CSS
 from searchtome.service import admission, cache, mine, page, standings, store
-from searchtome.service.board import Scopes, runs_from_rows
+from searchtome.service.board import Run, Scopes, runs_from_rows
 from searchtome.service.boardcsv import board_csv
 from searchtome.service.checks import predictions_name, quick_check, system_name
-from searchtome.service.db import check_version, is_busy, is_full, make_engine, one_line
+from searchtome.service.db import (
+    check_version,
+    is_busy,
+    is_full,
+    make_engine,
+    one_line,
+    submissions,
+)
 from searchtome.service.guard import Clock, RevokedTeams, SmallBodies, TeamSlots, clocked
 from searchtome.service.health import health
 from searchtome.service.home import Home, open_home
@@ -51,6 +59,7 @@ from searchtome.service.worker import limits_of
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
+VIEWS_KEPT = 4096  # runs whose shown scores a web process keeps (a few KB each)
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -126,6 +135,7 @@ class Service:
         self.board_lock = asyncio.Lock()
         self.board: tuple[str, str] | None = None  # (key, JSON) of the stored board
         self.page: tuple[Any, str] | None = None  # (board key and phase status, HTML)
+        self.views: dict[tuple[Any, ...], dict[str, Any]] = {}  # runs' shown scores (_shown_view)
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
@@ -348,12 +358,38 @@ def _run_json(
     if row.error:
         out["error"] = row.error
     if row.state == "scored":
-        run = runs_from_rows([row])[0]
-        best = runs_from_rows([shown])[0] if shown is not None else None
-        out.update(standings.run_view(run, best, ctx, service.scopes, service.settings, revealed))
+        out.update(_shown_view(service, row, shown, ctx, revealed))
     out["phase"] = ctx.entry(row.public_id).phase
     out["hidden"] = bool(row.hidden)  # the team hid it from the board (POST .../hidden)
     return out
+
+
+def _shown_view(
+    service: Service, row: Any, shown: Any, ctx: standings.Context, revealed: bool
+) -> dict[str, Any]:
+    """:func:`standings.run_view` of a scored run, kept per process: unpacking its scores costs
+    more than the rest of a status poll. Kept under everything the view reads besides this
+    process's settings: the run and the run the Ladder shows (each with its ``scored_at``, so a
+    rescore is a new key), whether the run counts for the private board, its phase's note, and
+    the reveal."""
+    stub = Run(row.public_id, "", "", row.created_at, False, {}, {})
+    key = (
+        row.public_id,
+        row.scored_at,
+        None if shown is None else (shown.public_id, shown.scored_at),
+        ctx.in_time(stub),
+        ctx.hidden_note(stub),
+        revealed,
+    )
+    view = service.views.get(key)
+    if view is None:
+        run = runs_from_rows([row])[0]
+        best = runs_from_rows([shown])[0] if shown is not None else None
+        view = standings.run_view(run, best, ctx, service.scopes, service.settings, revealed)
+        if len(service.views) >= VIEWS_KEPT:
+            service.views.clear()
+        service.views[key] = view
+    return copy.deepcopy(view)
 
 
 def _settle(service: Service) -> None:
@@ -366,7 +402,7 @@ def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, A
     with service.engine.connect() as conn:
         row = store.submission_row(conn, public_id)
         revealed = store.get_flag(conn, store.REVEALED) == "yes"
-        ctx = standings.read_context(conn)
+        ctx = standings.read_context(conn, only=submissions.c.public_id == public_id)
         shown_id = ctx.entry(public_id).shown
         shown = store.submission_row(conn, shown_id) if shown_id else None
     if row is None or row.team_id != team.id:
@@ -452,7 +488,7 @@ def _own_runs(service: Service, team: store.Team) -> dict[str, Any]:
     with service.engine.connect() as conn:
         rows = store.team_rows(conn, team.id)[::-1]  # newest first
         revealed = store.get_flag(conn, store.REVEALED) == "yes"
-        ctx = standings.read_context(conn)
+        ctx = standings.read_context(conn, only=submissions.c.team_id == team.id)
         shown_ids = {ctx.entry(r.public_id).shown for r in rows} - {None}
         shown = {i: store.submission_row(conn, i) for i in sorted(shown_ids)}
     runs = [

@@ -75,6 +75,7 @@ def compute(engine: Engine, scopes: Scopes, settings: ServerSettings) -> Cached:
         raw = conn.execute(sa.select(boards.c.tests).where(boards.c.name == BOARD)).scalar()
     memo = TestMemo(json.loads(raw) if raw else {})
     runs = runs_from_rows(rows, anonymous=settings.anonymous and not revealed)
+    del rows  # the packed scores: the runs hold them unpacked from here
     document = standings.competition_board(runs, ctx, scopes, settings, revealed, memo)
     return Cached(key, json.dumps(document), time.time(), json.dumps(memo.kept()))
 

@@ -117,6 +117,52 @@ def test_a_board_reusing_earlier_tests_equals_one_computed_afresh(release) -> No
     assert again["public"]["rows"][0]["id"] == "m4"
 
 
+def test_runs_held_compact_give_the_same_board_and_values_bit_for_bit(release) -> None:
+    from types import SimpleNamespace
+
+    from searchtome.service.board import compact, runs_from_rows
+
+    root, public, private = release
+    full = with_private(load(public), private)
+    settings = ServerSettings(
+        split="test", permutations=200, bootstrap=100, secret="33" * 32, private_fraction=0.4
+    )
+    scopes = Scopes.of(load(public), settings)
+    rows, plain = [], []
+    for i, right in enumerate((0.9, 0.5, 0.2)):
+        folder = submission(root / f"c{i}", private, f"c{i}", right=right)
+        meta = (folder / "meta.json").read_bytes()
+        preds = (folder / "predictions.jsonl").read_bytes()
+        report, error = validate(meta, "predictions.jsonl", preds, full, "test", Limits())
+        assert error is None
+        blob = pack_scores(report, full, "test")
+        rows.append(
+            SimpleNamespace(
+                public_id=f"c{i}", team=f"t{i}", system=f"c{i}", created_at=float(i),
+                final=i == 0, scores=blob, meta=json.dumps({"system": f"c{i}"}),
+            )
+        )  # fmt: skip
+        plain.append(Run(f"c{i}", f"t{i}", f"c{i}", float(i), i == 0, unpack_scores(blob), {}))
+    held = runs_from_rows(rows)
+    assert held[0].values["query_ids"] is held[2].values["query_ids"]  # one array for all
+    assert held[0].values["R@1"].dtype == np.uint8
+    for run, ref in zip(held, plain, strict=True):
+        for name, value in ref.values.items():
+            back = np.asarray(run.values[name], dtype=value.dtype)
+            assert back.tobytes() == value.tobytes(), (run.key, name)
+    assert leaderboard(held, scopes, settings, revealed=True) == leaderboard(
+        plain, scopes, settings, revealed=True
+    )
+    # values a uint8 would change stay as they are: -0.0, NaN, a fraction
+    odd = {
+        "m": np.asarray([0.0, -0.0, 1.0]),
+        "n": np.asarray([1.0, np.nan]),
+        "f": np.asarray([0.5]),
+    }
+    kept = compact(odd, {})
+    assert all(kept[k] is odd[k] for k in odd)
+
+
 def test_two_workers_take_turns_to_refresh_the_board(tmp_path) -> None:
     from searchtome.service import cache
     from searchtome.service.db import make_engine, migrate, sqlite_url
@@ -155,3 +201,51 @@ def test_a_refresh_after_a_recorded_change_never_fails_the_change(release, tmp_p
     with engine.connect() as conn:
         assert cache.stored(conn) is not None
     engine.dispose()
+
+
+def test_a_kept_run_view_is_never_stale_after_a_reveal_a_release_or_a_rescore(release) -> None:
+    from types import SimpleNamespace
+
+    from searchtome.service.app import _shown_view
+    from searchtome.service.board import runs_from_rows
+    from searchtome.service.phases import Calendar
+    from searchtome.service.standings import Context, Entry, run_view
+
+    root, public, private = release
+    full = with_private(load(public), private)
+    settings = ServerSettings(
+        split="test", secret="44" * 32, private_fraction=0.4, public_scores="ladder"
+    )
+    scopes = Scopes.of(load(public), settings)
+    service = SimpleNamespace(views={}, scopes=scopes, settings=settings)
+    blobs = []
+    for i, right in enumerate((0.3, 0.9, 0.6)):
+        folder = submission(root / f"v{i}", private, f"v{i}", right=right)
+        meta = (folder / "meta.json").read_bytes()
+        preds = (folder / "predictions.jsonl").read_bytes()
+        report, error = validate(meta, "predictions.jsonl", preds, full, "test", Limits())
+        assert error is None
+        blobs.append(pack_scores(report, full, "test"))
+
+    def row(key: str, blob: bytes, scored_at: float) -> SimpleNamespace:
+        return SimpleNamespace(
+            public_id=key, team="t", system=key, created_at=1.0, final=False,
+            scores=blob, meta=json.dumps({"system": key}), scored_at=scored_at,
+        )  # fmt: skip
+
+    def check(run: SimpleNamespace, shown: SimpleNamespace, ctx: Context, revealed: bool) -> None:
+        fresh = run_view(*runs_from_rows([run, shown]), ctx, scopes, settings, revealed)
+        assert _shown_view(service, run, shown, ctx, revealed) == fresh
+        assert _shown_view(service, run, shown, ctx, revealed) == fresh  # now from the memo
+
+    def context(shows: str) -> Context:
+        return Context(Calendar((), 10.0), None, {"a": Entry(shown="a"), "b": Entry(shown=shows)})
+
+    a, b = row("a", blobs[0], 2.0), row("b", blobs[1], 3.0)
+    check(b, a, context("a"), revealed=False)  # b shows a's public scores
+    kept = len(service.views)
+    check(b, a, context("a"), revealed=True)  # the reveal adds the private scores
+    check(b, b, context("b"), revealed=True)  # released again: b shows its own
+    check(b, row("a", blobs[2], 4.0), context("a"), revealed=True)  # a rescored
+    check(row("b", blobs[2], 5.0), b, context("b"), revealed=True)  # b rescored
+    assert len(service.views) == kept + 4
