@@ -52,7 +52,8 @@ submissions = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("public_id", sa.String(32), nullable=False, unique=True),
-    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    # indexed (migration 6): a status read counts the team's uploads for its remaining quota
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False, index=True),
     sa.Column("system", sa.String(200), nullable=False),
     # queued -> scoring -> scored | rejected | failed (see searchtome.service.store)
     sa.Column("state", sa.String(16), nullable=False, index=True),
@@ -307,6 +308,12 @@ def _v5_members(conn: Connection) -> None:
     conn.exec_driver_sql("ALTER TABLE teams ADD COLUMN baseline BOOLEAN NOT NULL DEFAULT false")
 
 
+def _v6_team_index(conn: Connection) -> None:
+    """An index on ``submissions.team_id``: every status read and upload counts the team's
+    uploads (its remaining quota), which scanned every stored submission before."""
+    conn.exec_driver_sql("CREATE INDEX ix_submissions_team_id ON submissions (team_id)")
+
+
 # Each entry brings the schema from version i to i + 1; append, never edit a released one.
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1,
@@ -314,6 +321,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v3_workers,
     _v4_competition,
     _v5_members,
+    _v6_team_index,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
