@@ -57,7 +57,7 @@ from searchtome.leaderboard.results import (
 )
 from searchtome.leaderboard.seed_pages import html_section
 from searchtome.leaderboard.tables import headline, settings_text, short_note
-from searchtome.leaderboard.text import fmt_p, percent
+from searchtome.leaderboard.text import fmt_p, percent, points
 from searchtome.submissions.meta import shown_fields
 from searchtome.submissions.schema import META_FILE, META_REQUIRED
 
@@ -69,12 +69,6 @@ TEMPLATES = Path(__file__).parent / "templates"  # package data (pyproject's pac
 
 def _finite(x: float | None) -> bool:
     return x is not None and not math.isnan(x)
-
-
-def _points(fraction: float) -> str:
-    """A signed difference in points; ``0.0`` rather than ``-0.0`` when it rounds to nothing."""
-    text = f"{fraction * 100:+.1f}"
-    return "0.0" if text in ("+0.0", "-0.0") else text
 
 
 def _pair(result: LeaderboardResult, system: str, measure: str, scope: str) -> PairTest | None:
@@ -95,10 +89,10 @@ def _ci_title(result: LeaderboardResult, e: Entry, measure: str, scope: str, val
     if t is None or result.comparison is None:
         return head
     settings = result.comparison.settings
-    text = f"{head}: {_points(-t.diff)} points vs {result.best}"
+    text = f"{head}: {points(-t.diff)} points vs {result.best}"
     if _finite(t.ci_low) and _finite(t.ci_high):
         level = round(settings.ci_level * 100)
-        text += f", {level}% paired-bootstrap CI [{_points(-t.ci_high)}, {_points(-t.ci_low)}]"
+        text += f", {level}% paired-bootstrap CI [{points(-t.ci_high)}, {points(-t.ci_low)}]"
     else:
         text += " (no bootstrap interval: built with --bootstrap 0)"
     text += f"; {settings.correction_name}-adjusted p = {t.p_adjusted:.2g}"
@@ -116,9 +110,9 @@ def _delta_cell(result: LeaderboardResult, e: Entry, measure: str) -> Cell:
     t = _pair(result, e.system, measure, OVERALL)
     if t is None:
         return Cell("–")
-    text = _points(-t.diff)
+    text = points(-t.diff)
     if _finite(t.ci_low) and _finite(t.ci_high):
-        text += f" [{_points(-t.ci_high)}, {_points(-t.ci_low)}]"
+        text += f" [{points(-t.ci_high)}, {points(-t.ci_low)}]"
     return Cell(text, -t.diff, css="ci")
 
 

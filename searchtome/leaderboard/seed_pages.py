@@ -20,7 +20,7 @@ from searchtome.leaderboard.results import (
     SeedReport,
 )
 from searchtome.leaderboard.seeds import RARE_MEASURE
-from searchtome.leaderboard.text import md_escape
+from searchtome.leaderboard.text import md_escape, points
 
 HEADING = "Seed spread"
 
@@ -98,15 +98,8 @@ def _relation(p: str) -> str:
     return p if p.startswith("<") else f"= {p}"
 
 
-def _points(value: float) -> str:
-    """A difference in points with its sign; a value that rounds to zero is ``0.0``, so an
-    interval ending just below zero never reads ``-0.0``."""
-    text = f"{value * 100:+.1f}"
-    return "0.0" if float(text) == 0 else text
-
-
 def _ci(low: float, high: float) -> str:
-    return f"{_points(low)} to {_points(high)}"
+    return f"{points(low)} to {points(high)}"
 
 
 def _test_row(t: GroupTest, replicates: int, label: str = "", n: str = "") -> list[str]:
@@ -116,7 +109,7 @@ def _test_row(t: GroupTest, replicates: int, label: str = "", n: str = "") -> li
         n or str(t.n_queries),
         f"{t.mean_a * 100:.1f}",
         f"{t.mean_b * 100:.1f}",
-        _points(t.diff),
+        points(t.diff),
         _ci(t.ci_low, t.ci_high),
         t.p_text(replicates),
         t.p_runs_text(),
@@ -213,7 +206,7 @@ def _grid(
     seeds_b = list(dict.fromkeys((t.b, t.seed_b) for t in pairs))
     grid: dict[tuple[str, int | None], list[str]] = {}
     for t in pairs:
-        cell = f"{_points(t.test.diff)} ({t.test.p_text()})"
+        cell = f"{points(t.test.diff)} ({t.test.p_text()})"
         if t.leaves is not None:
             cell += (
                 f"; by leaf {_ci(t.leaves.ci_low, t.leaves.ci_high)}, "

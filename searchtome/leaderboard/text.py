@@ -83,6 +83,14 @@ def percent(value: float) -> str:
     return f"{value * 100:.1f}"
 
 
+def points(value: float, digits: int = 1) -> str:
+    """A difference of two fractions in points, signed: ``-0.0123`` → ``-1.2``; a value that
+    rounds to zero is ``0.0``, so identical runs or an interval ending just below zero never
+    read ``-0.0``."""
+    text = f"{value * 100:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
+
+
 def fmt_p(p: float) -> str:
     """Two significant digits: Monte Carlo p-values carry no more (0.0008, not 0.0007999)."""
     if math.isnan(p):

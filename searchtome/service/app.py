@@ -36,6 +36,7 @@ from starlette.routing import Route
 from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.html_assets import CSS as LEADERBOARD_CSS
+from searchtome.leaderboard.text import points
 from searchtome.service import admission, cache, mine, page, standings, store
 from searchtome.service.board import Run, Scopes, runs_from_rows
 from searchtome.service.boardcsv import board_csv
@@ -140,7 +141,7 @@ class Service:
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
         self.templates.filters.update(
-            pct=page.pct, signed=page.signed, ci_scale=page.ci_scale, ci_glyph=page.ci_glyph
+            pct=page.pct, signed=points, ci_scale=page.ci_scale, ci_glyph=page.ci_glyph
         )
 
     # -- helpers --

@@ -68,12 +68,6 @@ def pct(value: float | None, digits: int = 1) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
-def signed(value: float, digits: int = 1) -> str:
-    """A difference in points with its sign; a rounded zero is ``0.0`` (identical runs)."""
-    text = f"{value * 100:+.{digits}f}"
-    return text[1:] if float(text) == 0 else text
-
-
 def ci_scale(rows: Sequence[dict[str, Any]], measure: str = "R@1") -> float:
     """Half the width of the Δ axis, in points: the widest interval on the board, at least 2."""
     widest = MIN_HALF_RANGE
