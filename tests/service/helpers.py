@@ -44,6 +44,15 @@ def blind_release(root: Path) -> tuple[Path, Path]:
     return root / "public", root / "private"
 
 
+def release_with_run(root: Path) -> tuple[Path, Path, Path, tuple[bytes, bytes]]:
+    """A blind release and one correct run's ``(predictions, meta)`` bytes: ``(root, public,
+    private, files)``, what the fault, supervision and availability tests start from."""
+    public, private = blind_release(root)
+    folder = submission(root / "run", private, "run")
+    files = ((folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes())
+    return root, public, private, files
+
+
 def meta_json(system: str) -> dict[str, Any]:
     return make_meta(
         system,

@@ -18,7 +18,6 @@ from searchtome.submissions.schema import TEXT_LIMITS
 from tests.service.helpers import (
     Server,
     add_team,
-    blind_release,
     cli,
     free_port,
     get,
@@ -26,6 +25,7 @@ from tests.service.helpers import (
     meta_json,
     multipart,
     post,
+    release_with_run,
     submission,
     upload,
     wait_scored,
@@ -35,11 +35,7 @@ from tests.service.helpers import (
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("availability")
-    public, private = blind_release(root)
-    folder = submission(root / "run", private, "run")
-    files = ((folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes())
-    return root, public, private, files
+    return release_with_run(tmp_path_factory.mktemp("availability"))
 
 
 def new_home(release, name: str, *extra: str, **settings: object) -> Path:

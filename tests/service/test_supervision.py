@@ -23,10 +23,9 @@ from tests.service.helpers import (
     Server,
     Worker,
     add_team,
-    blind_release,
     get,
     init_home,
-    submission,
+    release_with_run,
     upload,
     wait_scored,
     wait_until,
@@ -35,11 +34,7 @@ from tests.service.helpers import (
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("supervision")
-    public, private = blind_release(root)
-    folder = submission(root / "run", private, "run")
-    files = ((folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes())
-    return root, public, private, files
+    return release_with_run(tmp_path_factory.mktemp("supervision"))
 
 
 def children(pid: int) -> list[int]:
