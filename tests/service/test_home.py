@@ -145,3 +145,19 @@ def test_add_team_in_bulk_is_one_transaction(release, tmp_path) -> None:
     listing = cli("server", "list", "--home", str(home)).stdout
     assert "team-d" in listing and not any(f"team-{c}" in listing for c in "efg")
     engine.dispose()
+
+
+def test_rules_that_cannot_be_read_are_one_line_and_create_nothing(release, tmp_path) -> None:
+    root, public, private = release
+    home = root / "rules"
+    for rules, why in ((tmp_path / "missing.txt", "No such file"), (tmp_path, "Is a directory")):
+        done = cli("server", "init", "--home", str(home), "--public", str(public),
+                   "--private", str(private), "--rules", str(rules))  # fmt: skip
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        assert f"--rules {rules}: cannot read it" in done.stderr and why in done.stderr
+        assert not home.exists()  # refused before the home is made
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("r\xe8gles".encode("latin-1"))
+    done = cli("server", "init", "--home", str(home), "--public", str(public),
+               "--private", str(private), "--rules", str(latin))  # fmt: skip
+    assert done.returncode == 1 and "give a UTF-8 text file" in done.stderr
