@@ -299,7 +299,6 @@ def _check_and_enqueue(
             meta=meta.decode("utf-8"),
             predictions_name=name,
             predictions=data,
-            daily_limit=service.settings.daily_limit,
             admission=admit,
         )
         return public_id, admit

@@ -93,14 +93,6 @@ boards = sa.Table(
     sa.Column("tests", sa.Text, nullable=True),  # raw tests against the top, reused: not served
     sa.Column("computed_at", sa.Float, nullable=False),
 )
-quota = sa.Table(
-    "quota",
-    metadata,
-    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), primary_key=True),
-    sa.Column("day", sa.String(10), primary_key=True),
-    sa.Column("count", sa.Integer, nullable=False),
-)
-
 # A scoring worker's heartbeat (``/api/health`` counts the live ones); created by _v3_workers.
 workers = sa.Table(
     "workers",
@@ -314,6 +306,12 @@ def _v6_team_index(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX ix_submissions_team_id ON submissions (team_id)")
 
 
+def _v7_no_quota_table(conn: Connection) -> None:
+    """Drop ``quota``, the daily counter of version 1: since version 4 quota use is counted
+    from the uploads' own rows (``admission``), and nothing read the counter any more."""
+    conn.exec_driver_sql("DROP TABLE quota")
+
+
 # Each entry brings the schema from version i to i + 1; append, never edit a released one.
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1,
@@ -322,6 +320,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v4_competition,
     _v5_members,
     _v6_team_index,
+    _v7_no_quota_table,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

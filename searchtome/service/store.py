@@ -1,7 +1,8 @@
-"""Rows of the service: teams and tokens, the daily quota, the scoring queue's state machine.
+"""Rows of the service: teams and tokens, the scoring queue's state machine.
 
 A submission moves ``queued -> scoring -> scored`` (or ``rejected`` when the worker's validator
-refuses it, its quota slot given back, or ``failed``). Its uploaded bytes sit apart in the
+refuses it, or ``failed``); quota use is counted from these rows (:mod:`admission`), where
+``rejected`` and ``failed`` uploads give their slot back unless the organiser counts them. Its uploaded bytes sit apart in the
 ``uploads`` table and :func:`upload_of` is their one reader. A worker claims a job with a
 conditional ``UPDATE ... WHERE state = 'queued'`` (exactly one claimer wins, on SQLite and on
 PostgreSQL alike), keeps a lease alive with heartbeats, and writes its result with an ``UPDATE``
@@ -28,7 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from searchtome.errors import SearchTomeError, unknown_name
 from searchtome.service import blobs
-from searchtome.service.db import flags, quota, submissions, teams, uploads, write
+from searchtome.service.db import flags, submissions, teams, uploads, write
 from searchtome.service.tables import members
 
 log = logging.getLogger(__name__)
@@ -206,14 +207,6 @@ class Admitter(Protocol):
     def record(self, conn: Connection, submission_id: int) -> None: ...
 
 
-def _ensure_quota_row(conn: Connection, team_id: int, day: str) -> None:
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    conn.execute(insert(quota).values(team_id=team_id, day=day, count=0).on_conflict_do_nothing())
-
-
 def enqueue(
     engine: Engine,
     team: Team,
@@ -222,15 +215,13 @@ def enqueue(
     meta: str,
     predictions_name: str,
     predictions: bytes,
-    daily_limit: int,
-    admission: Admitter | None = None,
+    admission: Admitter,
 ) -> str:
-    """Count the upload against today's quota and queue it with its bytes, in one transaction.
+    """Queue the upload with its bytes, in one transaction with ``admission``'s checks.
 
-    The quota step is one conditional ``UPDATE ... WHERE count < limit``: of two uploads racing
-    at ``limit - 1`` exactly one changes a row; the other raises :class:`QuotaExceeded`. An
-    ``admission`` (:class:`searchtome.service.admission.Admission`) replaces that step with its
-    phase and quota checks (``take``) and records the upload's phase (``record``).
+    ``admission`` (:class:`searchtome.service.admission.Admission`) checks the open phase and
+    the quotas (``take``, which raises) and records the upload's phase (``record``); quota use
+    is counted from these rows, so of two uploads racing for the last slot one is refused.
     """
     now = time.time()
     day = utc_day(now)
@@ -238,10 +229,7 @@ def enqueue(
     stored = blobs.pack(predictions)  # hashed and compressed before the write lock is taken
     with write(engine) as conn:
         _require_active(conn, team)
-        if admission is not None:
-            admission.take(conn)
-        else:
-            _take_daily(conn, team, day, daily_limit)
+        admission.take(conn)
         sub_id = conn.execute(
             submissions.insert().values(
                 public_id=public_id,
@@ -258,23 +246,8 @@ def enqueue(
             )
         ).inserted_primary_key[0]
         conn.execute(uploads.insert().values(submission_id=sub_id, **stored))
-        if admission is not None:
-            admission.record(conn, sub_id)
+        admission.record(conn, sub_id)
     return public_id
-
-
-def _take_daily(conn: Connection, team: Team, day: str, daily_limit: int) -> None:
-    _ensure_quota_row(conn, team.id, day)
-    taken = conn.execute(
-        quota.update()
-        .where(quota.c.team_id == team.id, quota.c.day == day, quota.c.count < daily_limit)
-        .values(count=quota.c.count + 1)
-    )
-    if taken.rowcount != 1:
-        raise QuotaExceeded(
-            f"team {team.name!r} has used its {daily_limit} submissions for {day} (UTC); "
-            "try again tomorrow"
-        )
 
 
 def upload_of(conn: Connection, public_id: str) -> tuple[str, bytes]:
@@ -313,8 +286,8 @@ def requeue_expired(conn: Connection, now: float) -> list[str]:
 
 
 def fail_abandoned(conn: Connection, expired: Any) -> list[str]:
-    """Mark ``failed`` the expired jobs whose worker died :data:`MAX_ATTEMPTS` times, and give
-    each one's quota slot back (the team did nothing wrong)."""
+    """Mark ``failed`` the expired jobs whose worker died :data:`MAX_ATTEMPTS` times (a
+    ``failed`` upload is not counted against the quota: the team did nothing wrong)."""
     rows = conn.execute(
         sa.select(
             submissions.c.id, submissions.c.public_id, submissions.c.team_id, submissions.c.day
@@ -333,11 +306,6 @@ def fail_abandoned(conn: Connection, expired: Any) -> list[str]:
             )
         )
         if done.rowcount == 1:  # not already failed by another worker's sweep
-            conn.execute(
-                quota.update()
-                .where(quota.c.team_id == r.team_id, quota.c.day == r.day, quota.c.count > 0)
-                .values(count=quota.c.count - 1)
-            )
             failed.append(r.public_id)
     return failed
 
@@ -419,8 +387,8 @@ def finish(
 ) -> bool:
     """Record the result if the claim is still this worker's; ``False`` when it was lost.
 
-    A run the validator refuses (``error``) gives its quota slot back in the same transaction:
-    as when the web process refused it before the 202, a rejected upload is not counted.
+    A run the validator refuses (``error``) becomes ``rejected``: as when the web process
+    refused it before the 202, it is not counted against the quota (see :mod:`admission`).
     """
     values: dict[str, Any] = {"lease_until": None, "scored_at": time.time()}
     if counts is not None:
@@ -431,12 +399,6 @@ def finish(
         values.update(state="rejected", error=error)
     with write(engine) as conn:
         done = conn.execute(submissions.update().where(_mine(job, worker)).values(**values))
-        if done.rowcount == 1 and error is not None:
-            conn.execute(
-                quota.update()
-                .where(quota.c.team_id == job.team_id, quota.c.day == job.day, quota.c.count > 0)
-                .values(count=quota.c.count - 1)
-            )
     return done.rowcount == 1
 
 

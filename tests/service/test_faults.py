@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from searchtome.service import store
+from searchtome.service.admission import Admission, Policy
 from searchtome.service.db import make_engine, submissions
 from searchtome.service.tables import entries
 from searchtome.service.worker import PAUSE_ENV
@@ -87,7 +88,7 @@ def test_a_stale_worker_cannot_write_after_losing_its_lease(release) -> None:
         meta="{}",
         predictions_name="predictions.jsonl",
         predictions=b"",
-        daily_limit=5,
+        admission=Admission(team, Policy(daily_limit=5, count_refused=False)),
     )
     first = store.claim(engine, "w1", lease_seconds=0.01)
     assert first is not None
@@ -109,7 +110,7 @@ def test_a_stale_worker_cannot_write_after_losing_its_lease(release) -> None:
         meta="{}",
         predictions_name="predictions.jsonl",
         predictions=b"",
-        daily_limit=5,
+        admission=Admission(team, Policy(daily_limit=5, count_refused=False)),
     )
     for worker in ("w4", "w5"):
         assert store.claim(engine, worker, lease_seconds=0.01) is not None

@@ -18,7 +18,8 @@ import pytest
 import sqlalchemy as sa
 
 from searchtome.service import store
-from searchtome.service.db import make_engine, quota, submissions
+from searchtome.service.admission import Admission, Policy, team_remaining
+from searchtome.service.db import make_engine, submissions
 from tests.service.helpers import (
     Server,
     Worker,
@@ -98,6 +99,7 @@ def test_a_job_whose_worker_died_twice_fails_with_a_log_line_and_its_quota_back(
     with engine.connect() as conn:
         team = store.authenticate(conn, token)
     assert team is not None
+    policy = Policy(daily_limit=5, count_refused=False)
     public_id = store.enqueue(
         engine,
         team,
@@ -105,11 +107,9 @@ def test_a_job_whose_worker_died_twice_fails_with_a_log_line_and_its_quota_back(
         meta="{}",
         predictions_name="predictions.jsonl",
         predictions=b"",
-        daily_limit=5,
+        admission=Admission(team, policy),
     )
-    used = sa.select(quota.c.count).where(quota.c.team_id == team.id)
-    with engine.connect() as conn:
-        assert conn.execute(used).scalar() == 1
+    assert team_remaining(engine, team, policy).today == 4
     for worker in ("w1", "w2"):  # both die: their leases run out
         assert store.claim(engine, worker, lease_seconds=0.01) is not None
         time.sleep(0.05)
@@ -123,5 +123,5 @@ def test_a_job_whose_worker_died_twice_fails_with_a_log_line_and_its_quota_back(
     with engine.connect() as conn:
         row = conn.execute(sa.select(submissions).where(submissions.c.public_id == public_id)).one()
         assert row.state == "failed" and "not counted against the quota" in row.error
-        assert conn.execute(used).scalar() == 0
+    assert team_remaining(engine, team, policy).today == 5
     engine.dispose()
