@@ -253,13 +253,13 @@ def enqueue(
 def upload_of(conn: Connection, public_id: str) -> tuple[str, bytes]:
     """The predictions file name and the bytes a submission uploaded: the one reader of them."""
     row = conn.execute(
-        sa.select(submissions.c.predictions_name, uploads.c.codec, uploads.c.data)
+        sa.select(submissions.c.predictions_name, uploads.c.codec, uploads.c.data, uploads.c.size)
         .join(uploads, uploads.c.submission_id == submissions.c.id)
         .where(submissions.c.public_id == public_id)
     ).first()
     if row is None:
         raise LookupError(public_id)
-    return row.predictions_name, blobs.unpack(row.codec, row.data)
+    return row.predictions_name, blobs.unpack(row.codec, row.data, row.size)
 
 
 # -- the queue -----------------------------------------------------------------------------------

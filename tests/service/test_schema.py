@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,9 @@ def test_uploads_are_stored_compressed_unless_already_gzip() -> None:
     text = b'{"query_id": "q", "leaf_ids": ["a/1"]}\n' * 1000
     for raw in (text, gzip.compress(text)):
         row = pack(raw)
-        assert unpack(row["codec"], row["data"]) == raw and row["size"] == len(raw)
-    assert pack(text)["codec"] == Codec.ZLIB and len(pack(text)["data"]) < len(text) / 10
+        assert unpack(row["codec"], row["data"], row["size"]) == raw and row["size"] == len(raw)
+    assert pack(text)["codec"] == Codec.ZSTD and len(pack(text)["data"]) < len(text) / 10
     assert pack(gzip.compress(text))["codec"] == Codec.STORED
+    # a standard Zstandard frame (magic 28 b5 2f fd), and rows stored as zlib still read
+    assert pack(text)["data"][:4] == bytes.fromhex("28b52ffd")
+    assert unpack(Codec.ZLIB, zlib.compress(text, 1), len(text)) == text
