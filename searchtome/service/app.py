@@ -48,6 +48,7 @@ from searchtome.service.db import (
     is_full,
     make_engine,
     one_line,
+    read,
     submissions,
 )
 from searchtome.service.guard import Clock, RevokedTeams, SmallBodies, TeamSlots, clocked
@@ -424,10 +425,10 @@ class _Shown(NamedTuple):
 
 
 def _describe(service: Service, request: Request, public_id: str) -> dict[str, Any]:
-    """A status read on one connection in one read transaction: the token, the run with its
-    entry and flags, the phases, the quota counts (four statements; the scores only when this
-    process does not keep the run's view)."""
-    with service.engine.connect() as conn:
+    """A status read on one connection (:func:`searchtome.service.db.read`): the token, the run
+    with its entry and flags, the phases, the quota counts (four statements; the scores only
+    when this process does not keep the run's view)."""
+    with read(service.engine) as conn:
         team = service.team_of(request, conn)
         if service.settings.public_scores == ScoreMode.LADDER:
             conn.rollback()  # the read below must see the releases settle makes

@@ -404,6 +404,21 @@ def _postgres_liveness(engine: Engine) -> None:
             raise sa.exc.DisconnectionError("pooled connection closed by the server")
 
 
+@contextlib.contextmanager
+def read(engine: Engine) -> Iterator[Connection]:
+    """A connection for several reads that belong together (a status read).
+
+    On SQLite they share one deferred transaction: one WAL snapshot, never waiting for a writer.
+    On PostgreSQL they run in autocommit: under its READ COMMITTED every statement takes its own
+    snapshot inside a transaction too, so BEGIN and the pool's ROLLBACK would add two round
+    trips (a third of a status read's time) and no consistency.
+    """
+    with engine.connect() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+        yield conn
+
+
 def make_engine(url: str, busy_timeout_ms: int = 5000) -> Engine:
     """An engine for ``url`` (``sqlite:///...`` or ``postgresql+psycopg://...``)."""
     try:
