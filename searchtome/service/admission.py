@@ -11,6 +11,7 @@ count as well (a ``refusals`` row each).
 from __future__ import annotations
 
 import calendar as cal_module
+import functools
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -93,19 +94,45 @@ def _next_midnight(now: float) -> float:
     return float(cal_module.timegm((day.tm_year, day.tm_mon, day.tm_mday, 0, 0, 0)) + 86400)
 
 
-def _used(conn: Connection, team_id: int, policy: Policy, *where: Any) -> int:
-    rows = sa.select(sa.func.count()).select_from(
-        submissions.outerjoin(entries, entries.c.submission_id == submissions.c.id)
-    )
-    rows = rows.where(submissions.c.team_id == team_id, *where)
-    if not policy.count_refused:
-        rows = rows.where(submissions.c.state.not_in(UNCOUNTED))
-    return int(conn.execute(rows).scalar() or 0)
+def _counts(
+    conn: Connection, team_id: int, policy: Policy, day: str, phase: str | None
+) -> tuple[int, int]:
+    """The team's uploads counted today and, when ``phase`` is given, in that phase: one
+    aggregate over the team's rows (refusals in the same statement when they count), so a
+    status read pays one round trip for its quota, not one per figure."""
+    query, n_today = _counts_query(phase is not None, policy.count_refused)
+    found = [
+        int(n or 0)
+        for n in conn.execute(query, {"team": team_id, "day": day, "phase": phase}).one()
+    ]
+    return sum(found[:n_today]), sum(found[n_today:])
 
 
-def _refused(conn: Connection, team_id: int, *where: Any) -> int:
-    query = sa.select(sa.func.count()).where(refusals.c.team_id == team_id, *where)
-    return int(conn.execute(query).scalar() or 0)
+@functools.cache
+def _counts_query(in_phase: bool, count_refused: bool) -> tuple[sa.Select[Any], int]:
+    """:func:`_counts`' statement for one shape, built once; how many of its figures are today's."""
+    team, day, phase = sa.bindparam("team"), sa.bindparam("day"), sa.bindparam("phase")
+    rows: Any = submissions
+    if in_phase:  # an upload has one entry at most: the join never changes the count
+        rows = submissions.outerjoin(entries, entries.c.submission_id == submissions.c.id)
+    today = [_count_if(submissions.c.day == day)]
+    phased = [_count_if(entries.c.phase == phase)] if in_phase else []
+    if count_refused:
+        today.append(_refused(team, refusals.c.day == day))
+        phased += [_refused(team, refusals.c.phase == phase)] if in_phase else []
+    query = sa.select(*today, *phased).select_from(rows).where(submissions.c.team_id == team)
+    if not count_refused:
+        query = query.where(submissions.c.state.not_in(UNCOUNTED))
+    return query, len(today)
+
+
+def _count_if(condition: Any) -> Any:
+    return sa.func.sum(sa.case((condition, 1), else_=0))  # portable; FILTER needs SQLite 3.30
+
+
+def _refused(team: Any, *where: Any) -> sa.ScalarSelect[Any]:
+    query = sa.select(sa.func.count()).where(refusals.c.team_id == team, *where)
+    return query.scalar_subquery()
 
 
 def remaining(conn: Connection, team_id: int, policy: Policy, cal: Calendar) -> Remaining:
@@ -114,9 +141,8 @@ def remaining(conn: Connection, team_id: int, policy: Policy, cal: Calendar) -> 
     daily = policy.daily_limit
     if current is not None and current.daily_limit is not None:
         daily = current.daily_limit
-    used = _used(conn, team_id, policy, submissions.c.day == day)
-    if policy.count_refused:
-        used += _refused(conn, team_id, refusals.c.day == day)
+    capped = current is not None and current.phase_limit is not None
+    used, in_phase = _counts(conn, team_id, policy, day, current.name if capped else None)
     out = Remaining(
         max(0, daily - used),
         daily,
@@ -125,9 +151,6 @@ def remaining(conn: Connection, team_id: int, policy: Policy, cal: Calendar) -> 
     )
     if current is None or current.phase_limit is None:
         return replace(out, phase=None if current is None else current.name)
-    in_phase = _used(conn, team_id, policy, entries.c.phase == current.name)
-    if policy.count_refused:
-        in_phase += _refused(conn, team_id, refusals.c.phase == current.name)
     left = max(0, current.phase_limit - in_phase)
     return replace(out, phase=current.name, in_phase=left, phase_limit=current.phase_limit)
 

@@ -19,12 +19,13 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.engine import Connection
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
@@ -47,6 +48,7 @@ from searchtome.service.db import (
     is_full,
     make_engine,
     one_line,
+    read,
     submissions,
 )
 from searchtome.service.guard import Clock, RevokedTeams, SmallBodies, TeamSlots, clocked
@@ -146,13 +148,16 @@ class Service:
 
     # -- helpers --
 
-    def team_of(self, request: Request) -> store.Team:
+    def team_of(self, request: Request, conn: Connection | None = None) -> store.Team:
+        """The request's team, read on ``conn`` when given (a status read's one connection)."""
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Refused(401, "missing token; send the header 'Authorization: Bearer TOKEN'")
-        with self.engine.connect() as conn:
-            team = store.authenticate(conn, token.strip())
+        if conn is None:
+            with self.engine.connect() as conn:
+                return self.team_of(request, conn)
+        team = store.authenticate(conn, token.strip())
         if team is None:
             raise Refused(401, "unknown or revoked token; ask the organisers for a new one")
         return team
@@ -344,9 +349,15 @@ async def post_submission(request: Request) -> Response:
 
 
 def _run_json(
-    service: Service, row: Any, shown: Any, ctx: standings.Context, revealed: bool
+    service: Service,
+    row: Any,
+    shown: Any,
+    ctx: standings.Context,
+    revealed: bool,
+    full: Callable[[], tuple[Any, Any]] | None = None,
 ) -> dict[str, Any]:
-    """One of the team's own runs as the API shows it, under the competition's score mode."""
+    """One of the team's own runs as the API shows it, under the competition's score mode
+    (``full``: see :func:`_shown_view`)."""
     out: dict[str, Any] = {
         "id": row.public_id,
         "team": row.team,
@@ -358,20 +369,26 @@ def _run_json(
     if row.error:
         out["error"] = row.error
     if row.state == "scored":
-        out.update(_shown_view(service, row, shown, ctx, revealed))
+        out.update(_shown_view(service, row, shown, ctx, revealed, full))
     out["phase"] = ctx.entry(row.public_id).phase
     out["hidden"] = bool(row.hidden)  # the team hid it from the board (POST .../hidden)
     return out
 
 
 def _shown_view(
-    service: Service, row: Any, shown: Any, ctx: standings.Context, revealed: bool
+    service: Service,
+    row: Any,
+    shown: Any,
+    ctx: standings.Context,
+    revealed: bool,
+    full: Callable[[], tuple[Any, Any]] | None = None,
 ) -> dict[str, Any]:
     """:func:`standings.run_view` of a scored run, kept per process: unpacking its scores costs
     more than the rest of a status poll. Kept under everything the view reads besides this
     process's settings: the run and the run the Ladder shows (each with its ``scored_at``, so a
     rescore is a new key), whether the run counts for the private board, its phase's note, and
-    the reveal."""
+    the reveal. ``full`` reads both rows with their scores when the view is not kept (a status
+    read then fetches the scores only on a miss); without it ``row`` and ``shown`` carry them."""
     stub = Run(row.public_id, "", "", row.created_at, False, {}, {})
     key = (
         row.public_id,
@@ -383,6 +400,8 @@ def _shown_view(
     )
     view = service.views.get(key)
     if view is None:
+        if full is not None:
+            row, shown = full()
         run = runs_from_rows([row])[0]
         best = runs_from_rows([shown])[0] if shown is not None else None
         view = standings.run_view(run, best, ctx, service.scopes, service.settings, revealed)
@@ -397,25 +416,44 @@ def _settle(service: Service) -> None:
         standings.settle(service.engine, service.scopes, service.settings.ladder_margin)
 
 
-def _describe(service: Service, team: store.Team, public_id: str) -> dict[str, Any]:
-    _settle(service)
-    with service.engine.connect() as conn:
-        row = store.submission_row(conn, public_id)
-        revealed = store.get_flag(conn, store.REVEALED) == "yes"
-        ctx = standings.read_context(conn, only=submissions.c.public_id == public_id)
+class _Shown(NamedTuple):
+    """The run the Ladder shows, as far as the kept view's key needs it."""
+
+    public_id: str
+    scored_at: float | None
+
+
+def _describe(service: Service, request: Request, public_id: str) -> dict[str, Any]:
+    """A status read on one connection (:func:`searchtome.service.db.read`): the token, the run
+    with its entry and flags, the phases, the quota counts (four statements; the scores only
+    when this process does not keep the run's view)."""
+    with read(service.engine) as conn:
+        team = service.team_of(request, conn)
+        if service.settings.public_scores == ScoreMode.LADDER:
+            conn.rollback()  # the read below must see the releases settle makes
+            _settle(service)
+        status = standings.read_status(conn, public_id)
+        if status is None or status.row.team_id != team.id:
+            raise Refused(404, f"no submission {public_id!r} of team {team.name!r}")
+        row, ctx = status.row, status.ctx
         shown_id = ctx.entry(public_id).shown
-        shown = store.submission_row(conn, shown_id) if shown_id else None
-    if row is None or row.team_id != team.id:
-        raise Refused(404, f"no submission {public_id!r} of team {team.name!r}")
-    out = _run_json(service, row, shown, ctx, revealed)
-    out["remaining"] = admission.team_remaining(service.engine, team, service.policy).to_dict()
+        shown = _Shown(shown_id, row.shown_scored_at) if shown_id else None
+
+        def full() -> tuple[Any, Any]:
+            scored = store.submission_row(conn, public_id)
+            if shown_id is None or shown_id == public_id:
+                return scored, scored if shown_id else None
+            return scored, store.submission_row(conn, shown_id)
+
+        out = _run_json(service, row, shown, ctx, status.revealed, full)
+        left = admission.remaining(conn, team.id, service.policy, ctx.cal)
+    out["remaining"] = left.to_dict()
     return out
 
 
 async def get_submission(request: Request) -> Response:
     service: Service = request.app.state.service
-    team = await run_in_threadpool(service.team_of, request)
-    body = await run_in_threadpool(_describe, service, team, request.path_params["public_id"])
+    body = await run_in_threadpool(_describe, service, request, request.path_params["public_id"])
     return JSONResponse(body)
 
 

@@ -14,6 +14,7 @@ write, so no submission is scored twice.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -152,25 +153,8 @@ def authenticate(conn: Connection, token: str) -> Team | None:
     if not match:
         return None
     kind, key, secret = match.groups()
-    if kind == "st":
-        query = sa.select(teams.c.id, teams.c.name, teams.c.token_hash, teams.c.revoked_at)
-        query = query.where(teams.c.id == int(key))
-        member_revoked = None
-    else:
-        query = (
-            sa.select(
-                teams.c.id,
-                teams.c.name,
-                members.c.token_hash,
-                teams.c.revoked_at,
-                members.c.revoked_at.label("member_revoked"),
-            )
-            .join(teams, teams.c.id == members.c.team_id)
-            .where(members.c.id == int(key))
-        )
-    row = conn.execute(query).first()
-    if row is not None and kind == "stm":
-        member_revoked = row.member_revoked
+    row = conn.execute(_token_query(kind), {"key": int(key)}).first()
+    member_revoked = row.member_revoked if row is not None and kind == "stm" else None
     presented = hash_token(secret)
     stored = row.token_hash if row is not None else hash_token("")
     if not hmac.compare_digest(presented.encode(), stored.encode()) or row is None:
@@ -178,6 +162,26 @@ def authenticate(conn: Connection, token: str) -> Team | None:
     if row.revoked_at is not None or member_revoked is not None:
         return None
     return Team(row.id, row.name)
+
+
+@functools.cache
+def _token_query(kind: str) -> sa.Select[Any]:
+    """The row holding a team's (``st``) or a member's (``stm``) token, by its id; built once
+    (every request authenticates)."""
+    if kind == "st":
+        query = sa.select(teams.c.id, teams.c.name, teams.c.token_hash, teams.c.revoked_at)
+        return query.where(teams.c.id == sa.bindparam("key"))
+    return (
+        sa.select(
+            teams.c.id,
+            teams.c.name,
+            members.c.token_hash,
+            teams.c.revoked_at,
+            members.c.revoked_at.label("member_revoked"),
+        )
+        .join(teams, teams.c.id == members.c.team_id)
+        .where(members.c.id == sa.bindparam("key"))
+    )
 
 
 # -- uploads -------------------------------------------------------------------------------------
@@ -420,22 +424,25 @@ def set_flag(engine: Engine, name: str, value: str) -> None:
         conn.execute(flags.insert().values(name=name, value=value))
 
 
+STATUS_COLUMNS = (
+    submissions.c.public_id,
+    submissions.c.team_id,
+    submissions.c.system,
+    submissions.c.state,
+    submissions.c.error,
+    submissions.c.final,
+    submissions.c.hidden,
+    submissions.c.created_at,
+    submissions.c.scored_at,
+    teams.c.name.label("team"),
+)  # a status reply's columns besides the scores (a web process keeps the scores' view)
+
+
 def _shown_columns() -> sa.Select[Any]:
     """What a status reply shows of a submission (never its upload)."""
-    return sa.select(
-        submissions.c.public_id,
-        submissions.c.team_id,
-        submissions.c.system,
-        submissions.c.state,
-        submissions.c.error,
-        submissions.c.final,
-        submissions.c.hidden,
-        submissions.c.created_at,
-        submissions.c.scored_at,
-        submissions.c.meta,
-        submissions.c.scores,
-        teams.c.name.label("team"),
-    ).join(teams, teams.c.id == submissions.c.team_id)
+    return sa.select(*STATUS_COLUMNS, submissions.c.meta, submissions.c.scores).join(
+        teams, teams.c.id == submissions.c.team_id
+    )
 
 
 def submission_row(conn: Connection, public_id: str) -> Any:

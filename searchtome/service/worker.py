@@ -17,12 +17,14 @@ import time
 import uuid
 from typing import Any
 
+import sqlalchemy as sa
+
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import Dataset, load
 from searchtome.service import cache, events, health, store
 from searchtome.service.board import Scopes
 from searchtome.service.checks import pack_scores, validate
-from searchtome.service.db import check_version, make_engine, one_line
+from searchtome.service.db import boards, check_version, make_engine, one_line
 from searchtome.service.home import Home
 from searchtome.submissions import Limits
 
@@ -116,7 +118,8 @@ class Worker:
         """The board once the queue is empty; while jobs keep coming, at most every
         ``BUSY_REFRESH_SECONDS`` and five times its own cost (scoring keeps 5/6 of the time)."""
         now = time.monotonic()
-        if busy and now - self.board_at < max(cache.BUSY_REFRESH_SECONDS, 5 * self.board_cost):
+        gap = max(cache.BUSY_REFRESH_SECONDS, 5 * self.board_cost)
+        if busy and (now - self.board_at < gap or self._board_age() < gap):
             return
         try:
             if cache.refresh(self.engine, self.scopes, self.home.settings, self.name):
@@ -124,6 +127,15 @@ class Worker:
             self.board_at = now
         except Exception:  # a board refresh that fails is redone on the next poll
             log.exception("%s: refreshing the leaderboard failed", self.name)
+
+    def _board_age(self) -> float:
+        """Seconds since any worker stored the board: the busy cadence is the service's, so
+        two workers refresh no more often than one (each kept its own clock: twice as often)."""
+        with self.engine.connect() as conn:
+            at = conn.execute(
+                sa.select(boards.c.computed_at).where(boards.c.name == cache.BOARD)
+            ).scalar()
+        return float("inf") if at is None else time.time() - at
 
     def _beat(self, stop: threading.Event) -> None:
         """The worker's heartbeat row (``/api/health`` counts live workers by it)."""

@@ -179,6 +179,34 @@ def test_two_workers_take_turns_to_refresh_the_board(tmp_path) -> None:
     engine.dispose()
 
 
+def test_busy_workers_share_one_refresh_cadence(release, tmp_path) -> None:
+    """While jobs keep coming, a worker skips a refresh when any worker stored the board less
+    than BUSY_REFRESH_SECONDS ago: two workers refresh no more often than one; an idle worker
+    refreshes at once."""
+    from searchtome.service import cache, store
+    from searchtome.service.home import open_home
+    from searchtome.service.worker import Worker
+    from tests.service.helpers import init_home
+
+    _root, public, private = release
+    init_home(tmp_path / "srv", public, private)
+    first, second = Worker(open_home(tmp_path / "srv")), Worker(open_home(tmp_path / "srv"))
+    first.refresh_board(busy=False)
+    store.set_flag(first.engine, store.REVEALED, "yes")  # the board's key moves
+
+    def up_to_date() -> bool:
+        with second.engine.connect() as conn:
+            return cache.stored_key(conn) == cache.current_key(conn)
+
+    assert not up_to_date()
+    second.refresh_board(busy=True)  # its own clock says never; the stored board is fresh
+    assert not up_to_date()
+    second.refresh_board(busy=False)
+    assert up_to_date()
+    first.engine.dispose()
+    second.engine.dispose()
+
+
 def test_a_refresh_after_a_recorded_change_never_fails_the_change(release, tmp_path) -> None:
     import sqlite3
 

@@ -21,6 +21,7 @@ from tests.service.helpers import (
     add_team,
     blind_release,
     board_rows,
+    get,
     init_home,
     postgres,
     submission,
@@ -107,3 +108,33 @@ def test_a_killed_worker_on_postgres_is_retried_once(pg) -> None:
     done = row()
     engine.dispose()
     assert (done.attempts, done.times_scored) == (2, 1)
+
+
+def test_connections_the_server_ended_do_not_fail_the_next_request(pg) -> None:
+    """A PostgreSQL restart ends every session: the pooled connections are found closed when
+    taken from the pool, without a ping per request, and replaced before the request uses
+    them (a pool that handed them out would answer the next status read with a 503)."""
+    home, private, root, url = pg
+    token = add_team(home, "pg-restart")
+    folder = submission(root / "restart", private, "restart")
+    preds, meta = (folder / "predictions.jsonl").read_bytes(), (folder / "meta.json").read_bytes()
+    admin = make_engine(url)
+    with Server(home, workers=0, web=1) as server:
+        public_id = json.loads(upload(server.url, token, preds, meta)[1])["id"]
+        for _ in range(3):  # the web process pools its connections
+            assert get(f"{server.url}/api/submissions/{public_id}", token)[0] == 200
+        with admin.connect() as conn:
+            ended = (
+                conn.execute(
+                    sa.text(
+                        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+                        "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        assert ended and all(ended)
+        status, body, _ = get(f"{server.url}/api/submissions/{public_id}", token)
+        assert (status, body["state"]) == (200, "queued")
+    admin.dispose()
