@@ -234,7 +234,7 @@ def _tests(
             groups=board.groups(),
             control=top.key,
             options=CompareOptions(
-                permutations=settings.permutations, bootstrap=settings.bootstrap
+                permutations=settings.permutations, bootstrap=settings.bootstrap, mcnemar=False
             ),
         )
         for t in report.tests:

@@ -327,3 +327,40 @@ def test_scores_read_on_demand_give_the_board_of_eager_copies_bit_for_bit(
     assert scoped["nDCG@3"] is not scoped["nDCG@3"]
     assert dict(scoped).keys() == copy.keys()
     assert all(scoped[m].tobytes() == copy[m].tobytes() for m in copy)
+
+
+_BOARD_IMPORTS = """
+import sys
+import numpy as np
+from searchtome.dataset.loader import load
+from searchtome.service.board import Run, Scopes, leaderboard
+from searchtome.service.home import ServerSettings
+
+settings = ServerSettings(split="test", permutations=100, bootstrap=50, secret="66" * 32)
+scopes = Scopes.of(load(sys.argv[1]), settings)
+n = len(scopes.query_ids)
+runs = []
+for k, share in enumerate((0.9, 0.4)):
+    hits = (np.arange(n) < share * n).astype(float)
+    values = {m: hits for m in ("R@1", "R@3", "nDCG@3")}
+    values |= {m: np.zeros(n) for m in ("NonLeaf@1", "NonLeaf@3", "Invalid@1", "Invalid@3")}
+    values |= {"answered": np.ones(n, dtype=bool), "query_ids": np.asarray(scopes.query_ids)}
+    runs.append(Run(f"r{k}", f"t{k}", f"r{k}", 0.0, False, values, {}))
+rows = leaderboard(runs, scopes, settings, revealed=False)["public"]["rows"]
+assert rows[1]["delta_to_top"]["R@1"]["diff"] < 0
+print(sorted({m.split(".")[0] for m in sys.modules} & {"scipy", "pandas"}))
+"""
+
+
+def test_a_board_refresh_imports_neither_scipy_nor_pandas(release) -> None:
+    """Each would add 60 MiB to every server process that refreshes the board (the McNemar p,
+    which the board does not show, imported scipy.stats; pyarrow's dataset layer pandas)."""
+    import subprocess
+    import sys
+
+    _root, public, _private = release
+    done = subprocess.run(
+        [sys.executable, "-c", _BOARD_IMPORTS, str(public)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
