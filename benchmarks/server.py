@@ -17,7 +17,11 @@ burst; a run is scored at the worker's ``scored_at``), time to the 202 and to sc
 p99), CPU seconds of the web processes per upload (from the burst's start to its last 202, no
 polls yet) and per status poll (the polling phase), and of the scoring workers per job (read from /proc, so a shared machine still gives comparable
 figures), peak RSS of all server processes together (the sum of each one's peak), and lost
-uploads (sent but never scored: must be 0); then the PostgreSQL / SQLite ratio. After the burst,
+uploads (sent but never scored: must be 0); then the PostgreSQL / SQLite ratio. A second table
+gives each server process's memory: resident once its workers are live and before the burst
+(idle), its peak by the end of the burst, resident once the burst is scored and polling has
+ended + ``SETTLE_SECONDS`` (whether it gives memory back), and its peak and resident at the end
+(after the ``--stored`` reads). After the burst,
 ``--stored`` scored runs are added to the database (copies of the burst's scores) and the
 medians of ``GET /api/submissions/{id}`` and ``GET /`` are measured with that history, the
 board refreshed first. ``--code DIR`` runs the servers from another checkout's ``searchtome``
