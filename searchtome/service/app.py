@@ -561,7 +561,7 @@ class RateLimited:
 
 
 def create_app(home: Home | None = None) -> Starlette:
-    memory.fixed_threshold()
+    memory.give_back()
     service = Service(home or open_home())
 
     @contextlib.asynccontextmanager

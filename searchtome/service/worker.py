@@ -40,7 +40,7 @@ def limits_of(home: Home) -> Limits:
 
 class Worker:
     def __init__(self, home: Home) -> None:
-        memory.fixed_threshold()
+        memory.give_back()
         self.home = home
         self.engine = make_engine(home.settings.db, home.settings.busy_timeout_ms)
         check_version(self.engine, str(home.root))
