@@ -17,7 +17,11 @@ burst; a run is scored at the worker's ``scored_at``), time to the 202 and to sc
 p99), CPU seconds of the web processes per upload (from the burst's start to its last 202, no
 polls yet) and per status poll (the polling phase), and of the scoring workers per job (read from /proc, so a shared machine still gives comparable
 figures), peak RSS of all server processes together (the sum of each one's peak), and lost
-uploads (sent but never scored: must be 0); then the PostgreSQL / SQLite ratio. After the burst,
+uploads (sent but never scored: must be 0); then the PostgreSQL / SQLite ratio. A second table
+gives each server process's memory: resident once its workers are live and before the burst
+(idle), its peak by the end of the burst, resident once the burst is scored and polling has
+ended + ``SETTLE_SECONDS`` (whether it gives memory back), and its peak and resident at the end
+(after the ``--stored`` reads). After the burst,
 ``--stored`` scored runs are added to the database (copies of the burst's scores) and the
 medians of ``GET /api/submissions/{id}`` and ``GET /`` are measured with that history, the
 board refreshed first. ``--code DIR`` runs the servers from another checkout's ``searchtome``
@@ -66,6 +70,7 @@ from tests.service.helpers import Server, postgres, wait_until  # noqa: E402
 SYSTEMS = ("bm25", "bm25-plain", "dpr", "hybrid", "navtree", "stair", "dsi", "zeroshot-llm")
 CLOCK = os.sysconf("SC_CLK_TCK")
 SIZES: list[int] = []
+SETTLE_SECONDS = 5.0  # after the last poll, before the RSS "after the burst" is read
 
 
 def runs(public: Path, private: Path, out: Path, ids: int, gz: bool) -> list[Path]:
@@ -161,6 +166,19 @@ def peak_mib(pid: int) -> float:
             continue
         total += int(next(x.split()[1] for x in status.splitlines() if x.startswith("VmHWM")))
     return total / 1024
+
+
+def memory(pid: int) -> dict[int, tuple[str, float, float]]:
+    """Each server process's role, resident and peak resident MiB (VmRSS, VmHWM) now."""
+    out = {}
+    for p, role in roles(pid).items():
+        try:
+            lines = Path(f"/proc/{p}/status").read_text().splitlines()
+        except FileNotFoundError:
+            continue
+        kib = {x.split(":")[0]: int(x.split()[1]) for x in lines if x.startswith("Vm")}
+        out[p] = (role, kib["VmRSS"] / 1024, kib["VmHWM"] / 1024)
+    return out
 
 
 # -- set-up --------------------------------------------------------------------------------------
@@ -268,6 +286,8 @@ def burst(server: Server, tokens: list[str], folders: list[Path], db: str) -> di
     for t in threads:
         t.join(timeout=3600)
     cpu2 = cpu_by_role(server.proc.pid)
+    time.sleep(SETTLE_SECONDS)
+    after = memory(server.proc.pid)
     to_scored = scored_times(db, list(ids.values()), t0_wall)
     return {
         "uploads": n,
@@ -281,6 +301,7 @@ def burst(server: Server, tokens: list[str], folders: list[Path], db: str) -> di
         "web_cpu_per_poll_ms": 1000 * (cpu2["web"] - cpu1["web"]) / max(1, sum(polls)),
         "worker_cpu_per_job_s": (cpu2["worker"] - cpu0["worker"]) / n,
         "peak_rss_mib": peak_mib(server.proc.pid),
+        "memory_after": after,
         "lost": n - len(to_scored),
         "failures": failures[:3],
         "ids": list(ids.values()),
@@ -384,6 +405,8 @@ def setup_run(
         for t in slow_threads:
             t.start()
         time.sleep(1.0 if slow_threads else 0)  # the slow ones take their slots first
+        wait_until(lambda: live_workers(server) >= workers, 120)  # the release loaded
+        idle = memory(server.proc.pid)
         result = burst(server, honest, folders, url)
         for t in slow_threads:
             t.join(timeout=args.slow_seconds + 600)
@@ -393,7 +416,40 @@ def setup_run(
             result["expected_rows"] = args.burst + args.stored
             result.update(reads(server, result, timeout=args.board_timeout))
         result["peak_rss_mib"] = peak_mib(server.proc.pid)
+        result["processes"] = processes(idle, result.pop("memory_after"), memory(server.proc.pid))
     return result
+
+
+def live_workers(server: Server) -> int:
+    with urllib.request.urlopen(server.url + "/api/health", timeout=60) as r:
+        return int(json.loads(r.read())["workers"]["live"])
+
+
+def processes(
+    idle: dict[int, tuple[str, float, float]],
+    after: dict[int, tuple[str, float, float]],
+    end: dict[int, tuple[str, float, float]],
+) -> list[dict[str, Any]]:
+    """Per server process (by role, in pid order): resident MiB idle before the burst, its peak
+    by the end of the burst, resident after the burst (polling over + SETTLE_SECONDS), its peak
+    by the end (the reads with the history included) and resident then."""
+    out = []
+    for pid in sorted(idle):
+        if pid not in after or pid not in end:  # a replaced worker: its figures went with it
+            continue
+        role = idle[pid][0]
+        out.append(
+            {
+                "process": f"{role} {sum(1 for p in out if p['role'] == role) + 1}",
+                "role": role,
+                "idle_mib": idle[pid][1],
+                "burst_peak_mib": after[pid][2],
+                "after_burst_mib": after[pid][1],
+                "peak_mib": end[pid][2],
+                "end_mib": end[pid][1],
+            }
+        )
+    return out
 
 
 def gz_copy(folder: Path, out: Path) -> Path:
@@ -428,6 +484,22 @@ def table(results: dict[str, dict[str, Any]], stored: int) -> list[str]:
             f"| {r['peak_rss_mib']:.0f} MiB | {r['lost']} "
             f"| {r.get('status_ms', float('nan')):.1f} ms | {r.get('page_ms', float('nan')):.1f} ms |"
         )
+    return lines
+
+
+def memory_table(results: dict[str, dict[str, Any]], stored: int) -> list[str]:
+    lines = [
+        "| set-up | process | RSS idle | peak, burst | RSS after the burst "
+        f"| peak, with {stored:,} runs | RSS at the end |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        for p in r["processes"]:
+            lines.append(
+                f"| {name} | {p['process']} | {p['idle_mib']:.0f} MiB "
+                f"| {p['burst_peak_mib']:.0f} MiB | {p['after_burst_mib']:.0f} MiB "
+                f"| {p['peak_mib']:.0f} MiB | {p['end_mib']:.0f} MiB |"
+            )
     return lines
 
 
@@ -488,6 +560,8 @@ def main() -> int:
     )
     print(f"reference: validate + score one run in-process: {reference:.2f} s CPU")
     print("\n".join(table(results, args.stored)))
+    runs_at_end = args.stored + args.burst if args.stored else args.burst
+    print("\n".join(memory_table(results, runs_at_end)))
     plain = {k: r for k, r in results.items() if "slow clients" not in k}
     for name, r in results.items():
         if "slow clients" in name:

@@ -79,7 +79,7 @@ class SystemScores:
     """One system's per-query values (arrays aligned with the scoreboard's query ids)."""
 
     system: str
-    per_query: dict[str, np.ndarray]
+    per_query: Mapping[str, np.ndarray]  # a board may read them on demand (service.board)
     answered: np.ndarray
     meta: Mapping[str, Any] = field(default_factory=dict)
     path: str | None = None
@@ -95,7 +95,9 @@ class SystemScores:
         return 0 if self.empty is None else int(self.empty.sum())
 
 
-def _group_means(values: dict[str, np.ndarray], labels: np.ndarray) -> dict[str, dict[str, float]]:
+def _group_means(
+    values: Mapping[str, np.ndarray], labels: np.ndarray
+) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for label in sorted(set(labels.tolist())):
         mask = labels == label

@@ -471,7 +471,9 @@ def _pair_tests(
                     "p": p,
                     "family": _family_of(o.family, scope, m),
                     "p_at_floor": at_floor(p, engine.permutations, exact),
-                    "mcnemar_p": mcnemar(engine.X[rows, ia], engine.X[rows, ib]),
+                    "mcnemar_p": mcnemar(engine.X[rows, ia], engine.X[rows, ib])
+                    if o.mcnemar
+                    else None,
                 }
             )
     by_family: dict[str, list[int]] = {}
@@ -496,6 +498,9 @@ class CompareOptions:
     alpha: float = 0.05  # significance level of the adjusted p-values
     family: Family = "measure"  # the tests corrected together
     ci_level: float = 0.95
+    # the exact McNemar p beside each 0/1 test; it imports scipy.stats (about 60 MiB resident),
+    # which the service's board, showing no McNemar p, is spared
+    mcnemar: bool = True
 
 
 def compare(
@@ -577,5 +582,5 @@ def _report_settings(
         control=control,
         pvalue="exact: c / 2**n" if exact else "(c + 1) / (B + 1)",
         p_floor=None if exact else 1.0 / (o.permutations + 1),
-        mcnemar=MCNEMAR_TEXT,
+        mcnemar=MCNEMAR_TEXT if o.mcnemar else "",
     )

@@ -38,7 +38,7 @@ from searchtome.dataset.loader import load
 from searchtome.errors import SearchTomeError
 from searchtome.leaderboard.html_assets import CSS as LEADERBOARD_CSS
 from searchtome.leaderboard.text import points
-from searchtome.service import admission, cache, mine, page, standings, store
+from searchtome.service import admission, cache, memory, mine, page, standings, store
 from searchtome.service.board import Run, Scopes, runs_from_rows
 from searchtome.service.boardcsv import board_csv
 from searchtome.service.checks import predictions_name, quick_check, system_name
@@ -598,6 +598,7 @@ class RateLimited:
 
 
 def create_app(home: Home | None = None) -> Starlette:
+    memory.give_back()
     service = Service(home or open_home())
 
     @contextlib.asynccontextmanager

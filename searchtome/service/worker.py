@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import Dataset, load
-from searchtome.service import cache, events, health, store
+from searchtome.service import cache, events, health, memory, store
 from searchtome.service.board import Scopes
 from searchtome.service.checks import pack_scores, validate
 from searchtome.service.db import boards, check_version, make_engine, one_line
@@ -42,6 +42,7 @@ def limits_of(home: Home) -> Limits:
 
 class Worker:
     def __init__(self, home: Home) -> None:
+        memory.give_back()
         self.home = home
         self.engine = make_engine(home.settings.db, home.settings.busy_timeout_ms)
         check_version(self.engine, str(home.root))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -358,3 +359,20 @@ def test_bootstrap_bounds_are_rounded_to_the_documented_precision() -> None:
     assert [(t.ci_low, t.ci_high) for t in again.tests] == [
         (t.ci_low, t.ci_high) for t in report.tests
     ]
+
+
+def test_without_mcnemar_every_other_figure_is_the_same() -> None:
+    rng = np.random.default_rng(5)
+    per_query = {
+        s: {"R@1": (rng.random(300) < q).astype(float), "nDCG@3": rng.random(300) * q}
+        for s, q in (("a", 0.7), ("b", 0.5), ("c", 0.4))
+    }
+    groups = ["x" if i % 3 else "y" for i in range(300)]
+    options = CompareOptions(permutations=500, bootstrap=200)
+    full = compare(per_query, groups=groups, control="a", options=options)
+    lean = compare(per_query, groups=groups, control="a", options=replace(options, mcnemar=False))
+    assert any(t.mcnemar_p is not None for t in full.tests)
+    assert all(t.mcnemar_p is None for t in lean.tests)
+    assert lean.settings.mcnemar == "" and full.settings.mcnemar
+    for a, b in zip(full.tests, lean.tests, strict=True):
+        assert {**a.__dict__, "mcnemar_p": None} == b.__dict__

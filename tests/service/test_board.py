@@ -15,7 +15,7 @@ from searchtome.service.board import Run, Scopes, leaderboard
 from searchtome.service.checks import pack_scores, unpack_scores, validate
 from searchtome.service.home import ServerSettings, private_queries
 from searchtome.submissions import Limits
-from tests.service.helpers import blind_release, submission
+from tests.service.helpers import blind_release, meta_json, submission
 
 
 @pytest.fixture(scope="module")
@@ -277,3 +277,118 @@ def test_a_kept_run_view_is_never_stale_after_a_reveal_a_release_or_a_rescore(re
     check(b, row("a", blobs[2], 4.0), context("a"), revealed=True)  # a rescored
     check(row("b", blobs[2], 5.0), b, context("b"), revealed=True)  # b rescored
     assert len(service.views) == kept + 4
+
+
+def _eager_scoreboard(runs, scopes, mask):
+    """The board as it was built before :class:`Scoped`: every run's float64 copies at once."""
+    from searchtome.leaderboard.results import MAIN_MEASURES
+    from searchtome.leaderboard.scoring import QueryTable, Scoreboard, SystemScores
+    from searchtome.service.checks import STORED_MEASURES
+
+    n = int(mask.sum())
+    ids = [q for q, keep in zip(scopes.query_ids, mask, strict=True) if keep]
+    table = QueryTable(
+        ids, np.asarray([""] * n), scopes.domains[mask], [""] * n,
+        np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+    )  # fmt: skip
+    systems = [
+        SystemScores(
+            r.key,
+            {m: np.asarray(r.values[m], dtype=np.float64)[mask] for m in STORED_MEASURES},
+            np.asarray(r.values["answered"], dtype=bool)[mask],
+        )
+        for r in runs
+    ]
+    return Scoreboard(ids, list(MAIN_MEASURES), systems, table)
+
+
+@pytest.mark.parametrize("one_row_per_team", [False, True])
+def test_scores_read_on_demand_give_the_board_of_eager_copies_bit_for_bit(
+    release, monkeypatch, one_row_per_team
+) -> None:
+    from types import SimpleNamespace
+
+    from searchtome.dataset.blind import load_private_queries
+    from searchtome.service import board as board_module
+    from searchtome.service.board import Scoped, runs_from_rows
+
+    _root, public, private = release
+    full = with_private(load(public), private)
+    settings = ServerSettings(
+        split="test", permutations=200, bootstrap=100, secret="55" * 32,
+        private_fraction=0.4, one_row_per_team=one_row_per_team,
+    )  # fmt: skip
+    scopes = Scopes.of(load(public), settings)
+    queries = load_private_queries(private)
+    leaves = sorted({q.leaf_id for q in queries})
+    rows = []
+    for k in range(6):  # the gold at rank 1, 2, 3 or missing: fractions of nDCG@3 as well
+        lines = []
+        for i, q in enumerate(queries):
+            others = [leaf for leaf in leaves if leaf != q.leaf_id][:3]
+            at = (i * (k + 1) + k) % 4
+            ranking = [*others[:at], q.leaf_id, *others[at:]] if at < 3 else others
+            lines.append(json.dumps({"query_id": q.query_id, "leaf_ids": ranking}) + "\n")
+        meta = json.dumps(meta_json(f"e{k}")).encode()
+        preds = "".join(lines).encode()
+        report, error = validate(meta, "predictions.jsonl", preds, full, "test", Limits())
+        assert error is None
+        rows.append(
+            SimpleNamespace(
+                public_id=f"e{k}", team=f"t{k % 3}", system=f"e{k}", created_at=float(k),
+                final=k == 4, scores=pack_scores(report, full, "test"), meta=meta.decode(),
+            )
+        )  # fmt: skip
+    runs = runs_from_rows(rows)
+    assert any(r.values["nDCG@3"].dtype == np.float64 for r in runs)  # not all held as uint8
+    lazy = leaderboard(runs, scopes, settings, revealed=True)
+    on_demand = board_module._scoreboard(runs, scopes, ~scopes.private)
+    assert all(isinstance(s.per_query, Scoped) for s in on_demand.systems)
+    monkeypatch.setattr(board_module, "_scoreboard", _eager_scoreboard)
+    eager = leaderboard(runs, scopes, settings, revealed=True)
+    assert len(eager["public"]["rows"]) == (3 if one_row_per_team else 6)
+    assert "private" in eager
+    assert json.dumps(lazy) == json.dumps(eager)
+    # each read is a new array with the copy's bits: nothing kept, nothing shared
+    copy = _eager_scoreboard(runs, scopes, ~scopes.private).systems[0].per_query
+    scoped = on_demand.systems[0].per_query
+    assert scoped["nDCG@3"] is not scoped["nDCG@3"]
+    assert dict(scoped).keys() == copy.keys()
+    assert all(scoped[m].tobytes() == copy[m].tobytes() for m in copy)
+
+
+_BOARD_IMPORTS = """
+import sys
+import numpy as np
+from searchtome.dataset.loader import load
+from searchtome.service.board import Run, Scopes, leaderboard
+from searchtome.service.home import ServerSettings
+
+settings = ServerSettings(split="test", permutations=100, bootstrap=50, secret="66" * 32)
+scopes = Scopes.of(load(sys.argv[1]), settings)
+n = len(scopes.query_ids)
+runs = []
+for k, share in enumerate((0.9, 0.4)):
+    hits = (np.arange(n) < share * n).astype(float)
+    values = {m: hits for m in ("R@1", "R@3", "nDCG@3")}
+    values |= {m: np.zeros(n) for m in ("NonLeaf@1", "NonLeaf@3", "Invalid@1", "Invalid@3")}
+    values |= {"answered": np.ones(n, dtype=bool), "query_ids": np.asarray(scopes.query_ids)}
+    runs.append(Run(f"r{k}", f"t{k}", f"r{k}", 0.0, False, values, {}))
+rows = leaderboard(runs, scopes, settings, revealed=False)["public"]["rows"]
+assert rows[1]["delta_to_top"]["R@1"]["diff"] < 0
+print(sorted({m.split(".")[0] for m in sys.modules} & {"scipy", "pandas"}))
+"""
+
+
+def test_a_board_refresh_imports_neither_scipy_nor_pandas(release) -> None:
+    """Each would add 60 MiB to every server process that refreshes the board (the McNemar p,
+    which the board does not show, imported scipy.stats; pyarrow's dataset layer pandas)."""
+    import subprocess
+    import sys
+
+    _root, public, _private = release
+    done = subprocess.run(
+        [sys.executable, "-c", _BOARD_IMPORTS, str(public)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
