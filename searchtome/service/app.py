@@ -139,7 +139,7 @@ class Service:
         self.policy = admission.Policy(self.settings.daily_limit, self.settings.count_refused)
         self.rate = RateLimit(self.settings.requests_per_minute)
         self.uploads = asyncio.Semaphore(self.settings.upload_slots)  # whole uploads in memory
-        self.bodies = BodyPlaces(self.settings.upload_bodies)  # bodies arriving, spooled to disk
+        self.bodies = BodyPlaces(self.settings.upload_bodies, self.settings.upload_body_wait)
         self.team_slots = TeamSlots(self.settings.team_uploads)
         self.revoked = RevokedTeams(self.engine)
         self.board_lock = asyncio.Lock()
@@ -351,13 +351,14 @@ async def post_submission(request: Request) -> Response:
     await run_in_threadpool(_precheck, service, team)
     # The body arrives (at the client's pace, on disk past the spool) before an upload slot is
     # taken: a slot bounds only what holds the whole upload in memory and spends CPU.
-    with service.team_slots.hold(team.id, team.name), service.bodies.hold():
-        body = Request(request.scope, _clocked_body(service, team, request.receive))
-        async with _received(service, body) as form, service.uploads:
-            data, meta, name = await _read_upload(service, form)
-            public_id, admit = await run_in_threadpool(
-                _check_and_enqueue, service, team, data, meta, name
-            )
+    with service.team_slots.hold(team.id, team.name):
+        async with service.bodies.hold():
+            body = Request(request.scope, _clocked_body(service, team, request.receive))
+            async with _received(service, body) as form, service.uploads:
+                data, meta, name = await _read_upload(service, form)
+                public_id, admit = await run_in_threadpool(
+                    _check_and_enqueue, service, team, data, meta, name
+                )
     log.info("upload %s accepted from team %s", public_id, team.name)
     reply = {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"}
     reply.update(phase=admit.phase, after_deadline=admit.late, remaining=_left(admit.left))

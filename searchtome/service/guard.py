@@ -9,8 +9,8 @@
 * **Body places**: an upload's body is received before it takes one of the process's upload
   slots (so a slow body holds no slot), each file part spooled to a temporary file past
   :data:`SPOOL_BYTES`; at most ``upload_bodies`` bodies are received at once per web process,
-  and one more is refused at once (503 with ``Retry-After``), which bounds the memory and the
-  temporary disk that bodies in flight take.
+  which bounds the memory and the temporary disk that bodies in flight take; one more waits
+  for a place up to ``upload_body_wait`` seconds, then is refused (503 with ``Retry-After``).
 * **Revocation**: a team revoked while its upload streams is cut within about a second.
 """
 
@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,26 +147,31 @@ class SpooledParts(MultiPartParser):
 
 
 class BodyPlaces:
-    """Upload bodies being received in this process; one past ``limit`` is refused at once."""
+    """Upload bodies being received in this process: at most ``limit``; one more waits up to
+    ``wait`` seconds for a place (its body unread, so it costs no CPU), then is refused."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.active = 0
+    def __init__(self, limit: int, wait: float) -> None:
+        self.limit, self.wait = limit, wait
+        self.places = asyncio.Semaphore(limit)
 
-    @contextlib.contextmanager
-    def hold(self) -> Iterator[None]:
-        if self.active >= self.limit:
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        try:
+            if self.places.locked():  # a wait of 0 refuses at once
+                await asyncio.wait_for(self.places.acquire(), max(self.wait, 0.0))
+            else:
+                await self.places.acquire()
+        except TimeoutError:
             raise Refused(
                 503,
-                f"the server is receiving {self.limit} uploads at once; nothing was accepted "
-                f"or counted; send it again in {RETRY_AFTER} s",
+                f"the server has been receiving {self.limit} uploads at once for {self.wait:g} "
+                f"s; nothing was accepted or counted; send it again in {RETRY_AFTER} s",
                 headers={"Retry-After": str(RETRY_AFTER)},
-            )
-        self.active += 1
+            ) from None
         try:
             yield
         finally:
-            self.active -= 1
+            self.places.release()
 
 
 class RevokedTeams:

@@ -50,6 +50,7 @@ class ServerSettings(Record):
     upload_slots: int = 4  # uploads read and checked at once, per web process
     team_uploads: int = 2  # uploads of one team in flight at once, per web process
     upload_bodies: int = 64  # upload bodies received at once (spooled to disk), per web process
+    upload_body_wait: float = 30.0  # seconds an upload waits for one of those before a 503
     health_max_queue_age: float = 900.0  # /api/health is 503 once an upload waits longer
     one_row_per_team: bool = False  # the public board shows each team's best run only
     max_decompressed_bytes: int = 256 << 20

@@ -130,7 +130,7 @@ def test_a_slow_body_holds_no_upload_slot(release) -> None:
             s.close()
 
 
-def test_bodies_past_the_limit_are_refused_with_retry_after(release) -> None:
+def test_bodies_past_the_limit_wait_for_a_place_then_get_503_and_retry_after(release) -> None:
     home = new_home(
         release,
         "places",
@@ -141,34 +141,47 @@ def test_bodies_past_the_limit_are_refused_with_retry_after(release) -> None:
         "--upload-bodies",
         "2",
         upload_grace=600,
+        upload_body_wait=10,
     )
-    slow = [add_team(home, f"slow-{i}") for i in range(2)]
+    slow = [add_team(home, f"slow-{i}") for i in range(3)]
     honest = add_team(home, "honest")
     files = release[3]
     with Server(home, workers=0) as server:
-        dripping = [SlowUpload(server.url, token, files) for token in slow]
+        dripping = [SlowUpload(server.url, token, files) for token in slow[:2]]
         assert not any(_answered(s) for s in dripping)  # they hold both body places
+        # a third upload waits for a place, and is received once one frees
+        done: list[object] = []
+        waiting = threading.Thread(target=lambda: done.append(upload(server.url, honest, *files)))
+        waiting.start()
+        waiting.join(1)
+        assert waiting.is_alive() and not done
+        assert cli("server", "revoke", "--home", str(home), "slow-0").returncode == 0
+        assert dripping[0].answer(10)[0] == 403  # cut, and its place is free again
+        waiting.join(30)
+        assert len(done) == 1 and done[0][0] == 202, done
+        # both places held again: past the wait, a 503 with Retry-After, in one line
+        dripping.append(SlowUpload(server.url, slow[2], files))
+        assert not _answered(dripping[-1])
         status, raw, headers = upload(server.url, honest, *files)
         error = one_line(status, raw, 503)
-        assert "receiving 2 uploads at once" in error and "nothing was accepted" in error
+        assert "receiving 2 uploads at once for 10 s" in error and "nothing was accepted" in error
         assert {k.lower(): v for k, v in headers.items()}["retry-after"] == "2"
         # `searchtome submit`'s client sends it again after the wait, until a place is free
         run = release[0] / "places-run"
         run.mkdir()
         (run / "predictions.jsonl").write_bytes(files[0])
         (run / "meta.json").write_bytes(files[1])
-        done: list[object] = []
+        sent: list[object] = []
         client = Client(server.url, honest)
         sending = threading.Thread(
-            target=lambda: done.append(client.upload(run / "predictions.jsonl", run / "meta.json"))
+            target=lambda: sent.append(client.upload(run / "predictions.jsonl", run / "meta.json"))
         )
         sending.start()
-        sending.join(5)
-        assert sending.is_alive() and not done  # refused once at least, and trying again
-        assert cli("server", "revoke", "--home", str(home), "slow-0").returncode == 0
-        assert dripping[0].answer(10)[0] == 403  # cut, and its place is free again
-        sending.join(30)
-        assert len(done) == 1 and done[0].state == "queued", done
+        sending.join(15)
+        assert sending.is_alive() and not sent  # refused once at least, and trying again
+        assert cli("server", "revoke", "--home", str(home), "slow-1").returncode == 0
+        sending.join(40)
+        assert len(sent) == 1 and sent[0].state == "queued", sent
         for s in dripping:
             s.close()
 
