@@ -227,7 +227,8 @@ def _availability_options(init: argparse.ArgumentParser) -> None:
         "--upload-bodies",
         type=int,
         help="upload bodies received at once per web process, at least --upload-slots; one "
-        f"more is refused with 503 and Retry-After ({D.upload_bodies})",
+        "more waits for a place up to upload_body_wait s (server.json), then gets 503 and "
+        f"Retry-After ({D.upload_bodies})",
     )
     init.add_argument(
         "--health-max-queue-age",

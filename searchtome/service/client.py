@@ -144,8 +144,8 @@ class Server:
         return read_reply(ServiceBoard, self.request("GET", path), f"{self.url}{path}")
 
     def upload(self, preds: Path, meta: Path) -> Accepted:
-        """Send the run; a server receiving all the uploads it may at once answers 503 with
-        ``Retry-After``, and the upload is sent again after that wait (a random 1-2 times it,
+        """Send the run; a server that kept all its body places full for its wait answers 503
+        with ``Retry-After``, and the upload is sent again after that wait (a random 1-2 times it,
         so a crowd refused together does not come back together) for up to ``timeout``."""
         deadline = time.monotonic() + self.timeout
         while True:
