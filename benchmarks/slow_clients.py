@@ -12,10 +12,12 @@ body every 2 s for up to ``--slow-seconds``, then the rest. Scenarios:
 * no slow clients (the reference);
 * ``--slow`` slow uploads from one team, default guards (2 uploads per team of 4 slots, 8 KiB/s
   after 10 s);
-* ``--slow`` slow uploads from as many teams, default guards (they hold every slot until the
-  minimum rate cuts them);
+* ``--slow`` slow uploads from as many teams, default guards (while a body held an upload slot
+  as it arrived, they held every slot until the minimum rate cut them; a body is now received
+  before its upload takes a slot);
 * ``--slow`` slow uploads from one team with the guards switched off in ``server.json`` (one
-  team may take every slot, no minimum rate): how the server behaved before them.
+  team may take every slot, no minimum rate): how the server behaved before them, when a body
+  held its slot as it arrived.
 
 Printed: each scenario's honest uploads, their p50 and p99 time to 202, the slowest, and what
 the slow clients got back; the load average beside the figures.

@@ -224,6 +224,13 @@ def _availability_options(init: argparse.ArgumentParser) -> None:
         f"({D.team_uploads})",
     )
     init.add_argument(
+        "--upload-bodies",
+        type=int,
+        help="upload bodies received at once per web process, at least --upload-slots; one "
+        "more waits for a place up to upload_body_wait s (server.json), then gets 503 and "
+        f"Retry-After ({D.upload_bodies})",
+    )
+    init.add_argument(
         "--health-max-queue-age",
         type=float,
         metavar="S",
@@ -257,6 +264,7 @@ def _availability_settings(args: argparse.Namespace) -> dict[str, object]:
         "upload_min_rate": None if rate is None else int(rate * 1024),
         "upload_slots": args.upload_slots,
         "team_uploads": args.team_uploads,
+        "upload_bodies": args.upload_bodies,
         "health_max_queue_age": args.health_max_queue_age,
         "one_row_per_team": args.one_row_per_team,
     }

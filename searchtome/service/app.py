@@ -28,7 +28,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.engine import Connection
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
@@ -51,7 +51,15 @@ from searchtome.service.db import (
     read,
     submissions,
 )
-from searchtome.service.guard import Clock, RevokedTeams, SmallBodies, TeamSlots, clocked
+from searchtome.service.guard import (
+    BodyPlaces,
+    Clock,
+    RevokedTeams,
+    SmallBodies,
+    SpooledParts,
+    TeamSlots,
+    clocked,
+)
 from searchtome.service.health import health
 from searchtome.service.home import Home, open_home
 from searchtome.service.kinds import ScoreMode
@@ -132,7 +140,8 @@ class Service:
         self.limits = limits_of(home)
         self.policy = admission.Policy(self.settings.daily_limit, self.settings.count_refused)
         self.rate = RateLimit(self.settings.requests_per_minute)
-        self.uploads = asyncio.Semaphore(self.settings.upload_slots)  # bounds memory
+        self.uploads = asyncio.Semaphore(self.settings.upload_slots)  # whole uploads in memory
+        self.bodies = BodyPlaces(self.settings.upload_bodies, self.settings.upload_body_wait)
         self.team_slots = TeamSlots(self.settings.team_uploads)
         self.revoked = RevokedTeams(self.engine)
         self.board_lock = asyncio.Lock()
@@ -213,9 +222,10 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-async def _read_upload(service: Service, request: Request) -> tuple[bytes, bytes, str]:
-    """The multipart body's predictions bytes, meta bytes and file name; refused the moment the
-    body passes the cap."""
+@contextlib.asynccontextmanager
+async def _received(service: Service, request: Request) -> AsyncIterator[FormData]:
+    """The multipart body, received in full (each file part in a temporary file past
+    ``guard.SPOOL_BYTES``, closed on the way out); refused the moment it passes the cap."""
     cap = service.settings.upload_max_bytes
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > cap:
@@ -236,27 +246,35 @@ async def _read_upload(service: Service, request: Request) -> tuple[bytes, bytes
         return message
 
     counted = Request(request.scope, counting_receive)
+    parts = SpooledParts(
+        counted.headers, counted.stream(), max_files=2, max_fields=2, max_part_size=MAX_META_BYTES
+    )
     try:
-        form = await counted.form(max_files=2, max_fields=2, max_part_size=MAX_META_BYTES)
+        form = await parts.parse()
     except Refused:
         raise
     except Exception as exc:
         raise Refused(400, f"unreadable multipart body ({exc})") from None
     try:
-        preds, meta = form.get("predictions"), form.get("meta")
-        if not isinstance(preds, UploadFile):
-            raise Refused(400, "missing the file field 'predictions'")
-        if meta is None:
-            raise Refused(400, "missing the field 'meta' (the submission's meta.json)")
-        meta_bytes = (
-            await meta.read(MAX_META_BYTES + 1) if isinstance(meta, UploadFile) else meta.encode()
-        )
-        if len(meta_bytes) > MAX_META_BYTES:
-            raise Refused(413, f"meta exceeds {MAX_META_BYTES:,} bytes")
-        data = await preds.read(cap + 1)
-        return data, meta_bytes, predictions_name(preds.filename, data[:2])
+        yield form
     finally:
         await form.close()
+
+
+async def _read_upload(service: Service, form: FormData) -> tuple[bytes, bytes, str]:
+    """The received body's predictions bytes, meta bytes and file name, read into memory."""
+    preds, meta = form.get("predictions"), form.get("meta")
+    if not isinstance(preds, UploadFile):
+        raise Refused(400, "missing the file field 'predictions'")
+    if meta is None:
+        raise Refused(400, "missing the field 'meta' (the submission's meta.json)")
+    meta_bytes = (
+        await meta.read(MAX_META_BYTES + 1) if isinstance(meta, UploadFile) else meta.encode()
+    )
+    if len(meta_bytes) > MAX_META_BYTES:
+        raise Refused(413, f"meta exceeds {MAX_META_BYTES:,} bytes")
+    data = await preds.read(service.settings.upload_max_bytes + 1)
+    return data, meta_bytes, predictions_name(preds.filename, data[:2])
 
 
 def _clocked_body(service: Service, team: store.Team, receive: Any) -> Any:
@@ -335,13 +353,16 @@ async def post_submission(request: Request) -> Response:
     service: Service = request.app.state.service
     team = await run_in_threadpool(service.team_of, request)
     await run_in_threadpool(_precheck, service, team)
+    # The body arrives (at the client's pace, on disk past the spool) before an upload slot is
+    # taken: a slot bounds only what holds the whole upload in memory and spends CPU.
     with service.team_slots.hold(team.id, team.name):
-        async with service.uploads:
+        async with service.bodies.hold():
             body = Request(request.scope, _clocked_body(service, team, request.receive))
-            data, meta, name = await _read_upload(service, body)
-            public_id, admit = await run_in_threadpool(
-                _check_and_enqueue, service, team, data, meta, name
-            )
+            async with _received(service, body) as form, service.uploads:
+                data, meta, name = await _read_upload(service, form)
+                public_id, admit = await run_in_threadpool(
+                    _check_and_enqueue, service, team, data, meta, name
+                )
     log.info("upload %s accepted from team %s", public_id, team.name)
     reply = {"id": public_id, "state": "queued", "url": f"/api/submissions/{public_id}"}
     reply.update(phase=admit.phase, after_deadline=admit.late, remaining=_left(admit.left))
@@ -560,7 +581,9 @@ async def on_refused(request: Request, exc: Exception) -> Response:
     log.info(
         "refused %s %s from %s (%d): %s", request.method, request.url.path, who, exc.status, exc
     )
-    return error(exc.status, str(exc), **exc.extra)
+    response = error(exc.status, str(exc), **exc.extra)
+    response.headers.update(exc.headers)
+    return response
 
 
 async def on_http(request: Request, exc: Exception) -> Response:

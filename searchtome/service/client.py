@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import random
 import secrets
 import time
 import urllib.parse
@@ -33,6 +34,14 @@ from searchtome.submissions.reader import find_predictions
 from searchtome.submissions.schema import META_FILE
 
 CHUNK = 1 << 16
+
+
+class ServerBusy(SearchTomeError):
+    """A 503 with ``Retry-After``: the server asks for the same request again later."""
+
+    def __init__(self, message: str, seconds: float) -> None:
+        super().__init__(message)
+        self.seconds = seconds
 
 
 def _files(submission: PathLike, meta: PathLike | None) -> tuple[Path, Path]:
@@ -99,7 +108,11 @@ class Server:
                 message = read_reply(Refusal, body, what).error
             except SearchTomeError:
                 message = str(body)[:200]
-            raise SearchTomeError(f"{self.url}: {what} refused ({response.status}): {message}")
+            line = f"{self.url}: {what} refused ({response.status}): {message}"
+            wait = response.getheader("Retry-After", "")
+            if response.status == 503 and wait.isdigit():
+                raise ServerBusy(line, float(wait))
+            raise SearchTomeError(line)
         return body
 
     def request(self, method: str, path: str, body: bytes | None = None) -> Any:
@@ -131,6 +144,20 @@ class Server:
         return read_reply(ServiceBoard, self.request("GET", path), f"{self.url}{path}")
 
     def upload(self, preds: Path, meta: Path) -> Accepted:
+        """Send the run; a server that kept all its body places full for its wait answers 503
+        with ``Retry-After``, and the upload is sent again after that wait (a random 1-2 times it,
+        so a crowd refused together does not come back together) for up to ``timeout``."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self._upload(preds, meta)
+            except ServerBusy as busy:
+                pause = busy.seconds * random.uniform(1.0, 2.0)
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+
+    def _upload(self, preds: Path, meta: Path) -> Accepted:
         boundary = secrets.token_hex(16)
         parts = _parts(preds, meta, boundary)
         size = sum(len(p) if isinstance(p, bytes) else p.stat().st_size for p in parts)

@@ -6,6 +6,11 @@
   (``POST /api/submissions/ID/final`` included); uploads have their own cap (``--upload-max-mb``).
 * **Team slots**: at most ``team_uploads`` uploads of one team in flight per web process, fewer
   than the process's ``upload_slots``, so one team never holds every slot.
+* **Body places**: an upload's body is received before it takes one of the process's upload
+  slots (so a slow body holds no slot), each file part spooled to a temporary file past
+  :data:`SPOOL_BYTES`; at most ``upload_bodies`` bodies are received at once per web process,
+  which bounds the memory and the temporary disk that bodies in flight take; one more waits
+  for a place up to ``upload_body_wait`` seconds, then is refused (503 with ``Retry-After``).
 * **Revocation**: a team revoked while its upload streams is cut within about a second.
 """
 
@@ -15,13 +20,14 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
+from starlette.formparsers import MultiPartParser
 
 from searchtome.service.db import teams
 from searchtome.service.refusal import Refused, error
@@ -30,6 +36,8 @@ SMALL_BODY_BYTES = 64 << 10  # a final mark is a dozen bytes; nothing else takes
 SMALL_BODY_SECONDS = 30.0
 UPLOAD_PATH = "/api/submissions"
 CHECK_EVERY = 1.0  # seconds between looks at the revoked teams while an upload streams
+SPOOL_BYTES = 64 << 10  # a file part past this goes to a temporary file while it arrives
+RETRY_AFTER = 2  # seconds a client refused for want of a body place is told to wait
 
 Receive = Callable[[], Awaitable[Any]]
 
@@ -129,6 +137,41 @@ class TeamSlots:
             self.active[team_id] -= 1
             if self.active[team_id] <= 0:
                 del self.active[team_id]
+
+
+class SpooledParts(MultiPartParser):
+    """Starlette's multipart parser with a smaller in-memory spool (its default is 1 MiB): a
+    body in flight holds at most this much of each file part in memory, the rest on disk."""
+
+    spool_max_size = SPOOL_BYTES
+
+
+class BodyPlaces:
+    """Upload bodies being received in this process: at most ``limit``; one more waits up to
+    ``wait`` seconds for a place (its body unread, so it costs no CPU), then is refused."""
+
+    def __init__(self, limit: int, wait: float) -> None:
+        self.limit, self.wait = limit, wait
+        self.places = asyncio.Semaphore(limit)
+
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        try:
+            if self.places.locked():  # a wait of 0 refuses at once
+                await asyncio.wait_for(self.places.acquire(), max(self.wait, 0.0))
+            else:
+                await self.places.acquire()
+        except TimeoutError:
+            raise Refused(
+                503,
+                f"the server has been receiving {self.limit} uploads at once for {self.wait:g} "
+                f"s; nothing was accepted or counted; send it again in {RETRY_AFTER} s",
+                headers={"Retry-After": str(RETRY_AFTER)},
+            ) from None
+        try:
+            yield
+        finally:
+            self.places.release()
 
 
 class RevokedTeams:

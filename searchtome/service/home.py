@@ -49,6 +49,8 @@ class ServerSettings(Record):
     upload_grace: float = 10.0  # seconds before the minimum rate applies
     upload_slots: int = 4  # uploads read and checked at once, per web process
     team_uploads: int = 2  # uploads of one team in flight at once, per web process
+    upload_bodies: int = 64  # upload bodies received at once (spooled to disk), per web process
+    upload_body_wait: float = 30.0  # seconds an upload waits for one of those before a 503
     health_max_queue_age: float = 900.0  # /api/health is 503 once an upload waits longer
     one_row_per_team: bool = False  # the public board shows each team's best run only
     max_decompressed_bytes: int = 256 << 20
@@ -165,6 +167,12 @@ def _check_slots(options: dict[str, Any]) -> None:
         raise SearchTomeError(
             f"--team-uploads {team}: must be at least 1 and below --upload-slots ({slots}), so "
             "that one team cannot hold every upload slot"
+        )
+    bodies = options.get("upload_bodies") or d.upload_bodies
+    if bodies < slots:
+        raise SearchTomeError(
+            f"--upload-bodies {bodies}: must be at least --upload-slots ({slots}); a body is "
+            "received before its upload takes a slot"
         )
     for name in ("upload_timeout", "upload_min_rate", "health_max_queue_age"):
         value = options.get(name)

@@ -8,9 +8,12 @@ from starlette.responses import JSONResponse
 
 
 class Refused(Exception):
-    def __init__(self, status: int, message: str, **extra: Any) -> None:
+    def __init__(
+        self, status: int, message: str, headers: dict[str, str] | None = None, **extra: Any
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.headers = headers or {}  # e.g. Retry-After on a 503
         self.extra = extra  # e.g. the team's remaining quota
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from searchtome.service.client import Server as Client
 from searchtome.submissions.schema import TEXT_LIMITS
 from tests.service.helpers import (
     Server,
@@ -88,11 +88,11 @@ def one_line(status: int, raw: bytes, expected: int) -> str:
 
 def test_slow_uploads_of_one_team_do_not_block_another_and_revoking_frees_them(release) -> None:
     # Slow bodies are not cut by the clock here (a long grace): only the team slots and the
-    # revocation free the server.
+    # revocation stop them.
     home = new_home(
         release, "slots", "--upload-slots", "4", "--team-uploads", "2", upload_grace=600
     )
-    slow_a, slow_b, honest = add_team(home, "slow-a"), add_team(home, "slow-b"), add_team(home, "c")
+    slow_a, honest = add_team(home, "slow-a"), add_team(home, "c")
     files = release[3]
     with Server(home, workers=0) as server:
         a = [SlowUpload(server.url, slow_a, files) for _ in range(4)]
@@ -102,26 +102,101 @@ def test_slow_uploads_of_one_team_do_not_block_another_and_revoking_frees_them(r
         for s in refused:
             status, body = s.answer(5)
             assert status == 429 and "already has 2 uploads in flight" in body["error"]
-        started = time.monotonic()
-        assert upload(server.url, honest, *files)[0] == 202  # one free slot pair is left
-        assert time.monotonic() - started < 20
-        b = [SlowUpload(server.url, slow_b, files) for _ in range(2)]  # now every slot is held
-        assert not any(_answered(s) for s in b)
-        done: list[int] = []
-        waiting = threading.Thread(
-            target=lambda: done.append(upload(server.url, honest, *files)[0])
-        )
-        waiting.start()
-        time.sleep(2)
-        assert not done  # waits for a slot
+        assert upload(server.url, honest, *files)[0] == 202
         assert cli("server", "revoke", "--home", str(home), "slow-a").returncode == 0
-        waiting.join(30)
-        assert done == [202]
         cut = [s.answer(10) for s in a if s not in refused]
         assert [status for status, _ in cut] == [403, 403]
         assert all("revoked during the upload" in body["error"] for _, body in cut)
-        for s in a + b:
+        for s in a:
             s.close()
+
+
+def test_a_slow_body_holds_no_upload_slot(release) -> None:
+    # Two slow bodies from two teams, as many as the slots: before a body had to arrive before
+    # its upload took a slot, they held both and the honest upload waited for the clock.
+    home = new_home(
+        release, "bodies", "--upload-slots", "2", "--team-uploads", "1", upload_grace=600
+    )
+    slow = [add_team(home, f"slow-{i}") for i in range(2)]
+    honest = add_team(home, "honest")
+    files = release[3]
+    with Server(home, workers=0) as server:
+        dripping = [SlowUpload(server.url, token, files) for token in slow]
+        assert not any(_answered(s) for s in dripping)  # both are being received
+        status, raw, _ = upload(server.url, honest, *files)
+        assert status == 202, raw
+        assert not any(_answered(s) for s in dripping)  # and still are, after the 202
+        for s in dripping:
+            s.close()
+
+
+def test_bodies_past_the_limit_wait_for_a_place_then_get_503_and_retry_after(release) -> None:
+    home = new_home(
+        release,
+        "places",
+        "--upload-slots",
+        "2",
+        "--team-uploads",
+        "1",
+        "--upload-bodies",
+        "2",
+        upload_grace=600,
+        upload_body_wait=10,
+    )
+    slow = [add_team(home, f"slow-{i}") for i in range(3)]
+    honest = add_team(home, "honest")
+    files = release[3]
+    with Server(home, workers=0) as server:
+        dripping = [SlowUpload(server.url, token, files) for token in slow[:2]]
+        assert not any(_answered(s) for s in dripping)  # they hold both body places
+        # a third upload waits for a place, and is received once one frees
+        done: list[object] = []
+        waiting = threading.Thread(target=lambda: done.append(upload(server.url, honest, *files)))
+        waiting.start()
+        waiting.join(1)
+        assert waiting.is_alive() and not done
+        assert cli("server", "revoke", "--home", str(home), "slow-0").returncode == 0
+        assert dripping[0].answer(10)[0] == 403  # cut, and its place is free again
+        waiting.join(30)
+        assert len(done) == 1 and done[0][0] == 202, done
+        # both places held again: past the wait, a 503 with Retry-After, in one line
+        dripping.append(SlowUpload(server.url, slow[2], files))
+        assert not _answered(dripping[-1])
+        status, raw, headers = upload(server.url, honest, *files)
+        error = one_line(status, raw, 503)
+        assert "receiving 2 uploads at once for 10 s" in error and "nothing was accepted" in error
+        assert {k.lower(): v for k, v in headers.items()}["retry-after"] == "2"
+        # `searchtome submit`'s client sends it again after the wait, until a place is free
+        run = release[0] / "places-run"
+        run.mkdir()
+        (run / "predictions.jsonl").write_bytes(files[0])
+        (run / "meta.json").write_bytes(files[1])
+        sent: list[object] = []
+        client = Client(server.url, honest)
+        sending = threading.Thread(
+            target=lambda: sent.append(client.upload(run / "predictions.jsonl", run / "meta.json"))
+        )
+        sending.start()
+        sending.join(15)
+        assert sending.is_alive() and not sent  # refused once at least, and trying again
+        assert cli("server", "revoke", "--home", str(home), "slow-1").returncode == 0
+        sending.join(40)
+        assert len(sent) == 1 and sent[0].state == "queued", sent
+        for s in dripping:
+            s.close()
+
+
+def test_the_upload_limits_are_checked_at_init(release) -> None:
+    root, public, private, _ = release
+    for extra, why in (
+        (("--upload-slots", "4", "--team-uploads", "4"), "--team-uploads 4: must be at least 1"),
+        (("--upload-slots", "4", "--upload-bodies", "3"), "--upload-bodies 3: must be at least"),
+    ):
+        home = root / "bad-limits"
+        done = cli("server", "init", "--home", str(home), "--public", str(public),
+                   "--private", str(private), *extra)  # fmt: skip
+        assert done.returncode != 0 and why in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1 and not home.exists()
 
 
 def _answered(s: SlowUpload) -> bool:
