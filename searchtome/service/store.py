@@ -2,14 +2,14 @@
 
 A submission moves ``queued -> scoring -> scored`` (or ``rejected`` when the worker's validator
 refuses it, or ``failed``); quota use is counted from these rows (:mod:`admission`), where
-``rejected`` and ``failed`` uploads give their slot back unless the organiser counts them. Its uploaded bytes sit apart in the
-``uploads`` table and :func:`upload_of` is their one reader. A worker claims a job with a
-conditional ``UPDATE ... WHERE state = 'queued'`` (exactly one claimer wins, on SQLite and on
-PostgreSQL alike), keeps a lease alive with heartbeats, and writes its result with an ``UPDATE``
-that also requires its own claim (``claimed_by`` and ``attempts``) to be still current. A worker
-killed mid-job stops heartbeating; once its lease runs out the job is queued again, once: a
-second crash marks it ``failed``. A stale worker that wakes up after losing its lease cannot
-write, so no submission is scored twice.
+``rejected`` and ``failed`` uploads give their slot back unless the organiser counts them. Its
+uploaded bytes sit apart in the ``uploads`` table and :func:`upload_of` is their one reader. A
+worker claims a job with a conditional ``UPDATE ... WHERE state = 'queued'`` (exactly one
+claimer wins, on SQLite and on PostgreSQL alike), keeps a lease alive with heartbeats, and
+writes its result with an ``UPDATE`` that also requires its own claim (``claimed_by`` and
+``attempts``) to be still current. A worker killed mid-job stops heartbeating; once its lease
+runs out the job is queued again, once: a second crash marks it ``failed``. A stale worker
+that wakes up after losing its lease cannot write, so no submission is scored twice.
 """
 
 from __future__ import annotations
@@ -273,8 +273,6 @@ def upload_of(conn: Connection, public_id: str) -> tuple[str, bytes]:
 class Job:
     id: int
     public_id: str
-    team_id: int
-    day: str
     attempt: int
     meta: str
     predictions_name: str
@@ -293,9 +291,9 @@ def fail_abandoned(conn: Connection, expired: Any) -> list[str]:
     """Mark ``failed`` the expired jobs whose worker died :data:`MAX_ATTEMPTS` times (a
     ``failed`` upload is not counted against the quota: the team did nothing wrong)."""
     rows = conn.execute(
-        sa.select(
-            submissions.c.id, submissions.c.public_id, submissions.c.team_id, submissions.c.day
-        ).where(expired, submissions.c.attempts >= MAX_ATTEMPTS)
+        sa.select(submissions.c.id, submissions.c.public_id).where(
+            expired, submissions.c.attempts >= MAX_ATTEMPTS
+        )
     ).all()
     failed = []
     for r in rows:
@@ -347,17 +345,11 @@ def claim(engine: Engine, worker: str, lease_seconds: float) -> Job | None:
             if won.rowcount == 1:
                 row = conn.execute(
                     sa.select(
-                        submissions.c.team_id,
-                        submissions.c.day,
-                        submissions.c.public_id,
-                        submissions.c.attempts,
-                        submissions.c.meta,
+                        submissions.c.public_id, submissions.c.attempts, submissions.c.meta
                     ).where(submissions.c.id == job_id)
                 ).one()
                 name, data = upload_of(conn, row.public_id)
-                return Job(
-                    job_id, row.public_id, row.team_id, row.day, row.attempts, row.meta, name, data
-                )
+                return Job(job_id, row.public_id, row.attempts, row.meta, name, data)
     return None
 
 
