@@ -53,6 +53,11 @@ def stored_key(conn: Connection) -> str | None:
     return conn.execute(sa.select(boards.c.key).where(boards.c.name == BOARD)).scalar()
 
 
+def stored_at(conn: Connection) -> float | None:
+    """When any process last stored the board (``time.time()``), or ``None``."""
+    return conn.execute(sa.select(boards.c.computed_at).where(boards.c.name == BOARD)).scalar()
+
+
 def stored(conn: Connection) -> Cached | None:
     row = conn.execute(
         sa.select(boards.c.key, boards.c.document, boards.c.computed_at).where(

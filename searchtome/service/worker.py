@@ -17,14 +17,12 @@ import time
 import uuid
 from typing import Any
 
-import sqlalchemy as sa
-
 from searchtome.dataset.blind import with_private
 from searchtome.dataset.loader import Dataset, load
 from searchtome.service import cache, events, health, memory, store
 from searchtome.service.board import Scopes
 from searchtome.service.checks import pack_scores, validate
-from searchtome.service.db import boards, check_version, make_engine, one_line
+from searchtome.service.db import check_version, make_engine, one_line
 from searchtome.service.home import Home
 from searchtome.submissions import Limits
 
@@ -133,9 +131,7 @@ class Worker:
         """Seconds since any worker stored the board: the busy cadence is the service's, so
         two workers refresh no more often than one (each kept its own clock: twice as often)."""
         with self.engine.connect() as conn:
-            at = conn.execute(
-                sa.select(boards.c.computed_at).where(boards.c.name == cache.BOARD)
-            ).scalar()
+            at = cache.stored_at(conn)
         return float("inf") if at is None else time.time() - at
 
     def _beat(self, stop: threading.Event) -> None:
