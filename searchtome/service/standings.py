@@ -86,29 +86,41 @@ def _frozen(cal: Calendar, revealed: str | None) -> float | None:
     return min(times) if times else None
 
 
+# A run's phase entry, its Ladder release and the run that release shows (read_context and
+# read_status read them alike).
+_ENTRY_COLUMNS = (
+    entries.c.phase,
+    entries.c.late,
+    SHOWN.c.public_id.label("shown"),
+    releases.c.released_at,
+)
+
+
+def _with_entries(rows: Any) -> Any:
+    """``rows`` (``submissions``, or a join from it) with the tables :data:`_ENTRY_COLUMNS` read."""
+    return (
+        rows.outerjoin(entries, entries.c.submission_id == submissions.c.id)
+        .outerjoin(releases, releases.c.submission_id == submissions.c.id)
+        .outerjoin(SHOWN, SHOWN.c.id == releases.c.shown_id)
+    )
+
+
+def _entry(row: Any) -> Entry:
+    return Entry(row.phase, bool(row.late), row.shown, row.released_at or 0.0)
+
+
 def read_context(
     conn: Connection, now: float | None = None, only: sa.ColumnElement[bool] | None = None
 ) -> Context:
     """The entries of every scored run, or of those ``only`` selects (a team's, one run's: a
     status read then costs the same with a thousand runs stored as with ten)."""
     cal = calendar(conn, now)
-    shown = submissions.alias("shown")
     rows = conn.execute(
-        sa.select(
-            submissions.c.public_id,
-            entries.c.phase,
-            entries.c.late,
-            shown.c.public_id.label("shown"),
-            releases.c.released_at,
-        )
-        .select_from(
-            submissions.outerjoin(entries, entries.c.submission_id == submissions.c.id)
-            .outerjoin(releases, releases.c.submission_id == submissions.c.id)
-            .outerjoin(shown, shown.c.id == releases.c.shown_id)
-        )
+        sa.select(submissions.c.public_id, *_ENTRY_COLUMNS)
+        .select_from(_with_entries(submissions))
         .where(submissions.c.state == "scored", *(() if only is None else (only,)))
     )
-    found = {r.public_id: Entry(r.phase, bool(r.late), r.shown, r.released_at or 0.0) for r in rows}
+    found = {r.public_id: _entry(r) for r in rows}
     return Context(cal, frozen_at(conn, cal), found)
 
 
@@ -132,20 +144,12 @@ def _status_query() -> sa.Select[Any]:
     return (
         sa.select(
             *store.STATUS_COLUMNS,
-            entries.c.phase,
-            entries.c.late,
-            SHOWN.c.public_id.label("shown"),
+            *_ENTRY_COLUMNS,
             SHOWN.c.scored_at.label("shown_scored_at"),
-            releases.c.released_at,
             _flag(store.REVEALED).label("revealed"),
             _flag(FROZEN_AT).label("frozen"),
         )
-        .select_from(
-            submissions.join(teams, teams.c.id == submissions.c.team_id)
-            .outerjoin(entries, entries.c.submission_id == submissions.c.id)
-            .outerjoin(releases, releases.c.submission_id == submissions.c.id)
-            .outerjoin(SHOWN, SHOWN.c.id == releases.c.shown_id)
-        )
+        .select_from(_with_entries(submissions.join(teams, teams.c.id == submissions.c.team_id)))
         .where(submissions.c.public_id == sa.bindparam("public_id"))
     )
 
@@ -160,7 +164,7 @@ def read_status(conn: Connection, public_id: str, now: float | None = None) -> S
     cal = calendar(conn, now)
     found = {}
     if row.state == "scored":  # as read_context: only scored runs have an entry to show
-        found[row.public_id] = Entry(row.phase, bool(row.late), row.shown, row.released_at or 0.0)
+        found[row.public_id] = _entry(row)
     return Status(row, Context(cal, _frozen(cal, row.frozen), found), row.revealed == "yes")
 
 
