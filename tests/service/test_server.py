@@ -134,6 +134,10 @@ def test_errors_are_one_json_line(served) -> None:
     run_id = get(server.url + "/api/leaderboard")[1]["public"]["rows"][0]["id"]
     status, body, _ = get(f"{server.url}/api/submissions/{run_id}", tokens["beta"])
     assert status == 404 and "error" in body
+    # ... word for word as an id that was never uploaded
+    made_up = "0" * len(run_id)
+    status, unknown, _ = get(f"{server.url}/api/submissions/{made_up}", tokens["beta"])
+    assert status == 404 and unknown["error"].replace(made_up, run_id) == body["error"]
 
 
 def test_a_rejected_upload_exits_non_zero_with_the_validators_line(
